@@ -1,0 +1,16 @@
+"""skderand: derandomized structure discovery as scikit-learn estimators.
+
+At a second-order stationary point of ``E_x[g(Wx + b)] + lambda * ||W||^2`` with
+Gaussian ``x`` and a trainable bias ``b``, the weight ``W`` is driven to zero: the
+optimizer removes the randomness by itself. skderand builds estimators on that
+lemma and ships the certified solver they share (:mod:`skderand.optimize`).
+"""
+
+from skderand import optimize
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "__version__",
+    "optimize",
+]

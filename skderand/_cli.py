@@ -1,0 +1,74 @@
+"""``python -m skderand``: a demonstration of every tool, and sub-commands."""
+
+import argparse
+import time
+
+import numpy as np
+
+from skderand.optimize import minimize_sosp
+
+
+def _matrix_factorization(m, n, rank, seed):
+    """``0.5 * ||U V^T - M||^2``: every point with U = V = 0 is a strict saddle."""
+    rng = np.random.default_rng(seed)
+    target = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
+
+    def fun(z):
+        u = z[: m * rank].reshape(m, rank)
+        v = z[m * rank :].reshape(n, rank)
+        residual = u @ v.T - target
+        grad = np.concatenate([(residual @ v).ravel(), (residual.T @ u).ravel()])
+        return 0.5 * np.sum(residual**2), grad
+
+    return fun, (m + n) * rank
+
+
+def demo_solver():
+    """Escape the saddle at zero of a low-rank factorization with both methods."""
+    print("== The SOSP solver (skderand.optimize.minimize_sosp) ==")
+    print(
+        "Low-rank factorization 0.5*||U V^T - M||^2 of a rank-3, 60 x 40 matrix,\n"
+        "started exactly at the strict saddle U = V = 0 (gradient zero), where plain\n"
+        "gradient descent or L-BFGS would stay forever."
+    )
+    fun, n_vars = _matrix_factorization(60, 40, 3, seed=0)
+    header = (
+        f"{'method':>7} {'objective':>11} {'grad norm':>10} {'min eig':>10} "
+        f"{'escapes':>7} {'nfev':>6} {'time s':>7} certified"
+    )
+    print(header)
+    for method in ("lbfgs", "pgd"):
+        res = minimize_sosp(
+            fun, np.zeros(n_vars), method=method, random_state=0, max_iter=50_000
+        )
+        print(
+            f"{method:>7} {res.fun:>11.3e} {res.grad_norm:>10.2e} "
+            f"{res.min_hessian_eig:>10.2e} {res.n_perturbations:>7d} {res.nfev:>6d} "
+            f"{res.time:>7.2f} {res.success}"
+        )
+    print()
+
+
+SECTIONS = [demo_solver]
+
+
+def demo():
+    start = time.perf_counter()
+    print("skderand demonstration\n")
+    for section in SECTIONS:
+        section()
+    print(f"Demonstration finished in {time.perf_counter() - start:.1f} s.")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m skderand",
+        description="Derandomized structure discovery. Without a command, runs the "
+        "demonstration.",
+    )
+    parser.add_subparsers(dest="command")
+    args = parser.parse_args(argv)
+    if args.command is None:
+        return demo()
+    return 0
