@@ -1,4 +1,4 @@
-"""Second-order stationarity certificates: gradient norm and smallest Hessian eigenvalue.
+"""SOSP certificates: gradient norm and smallest Hessian eigenvalue.
 
 The smallest eigenvalue of the Hessian comes from a Lanczos iteration on
 Hessian-vector products, so no Hessian is ever formed. Lanczos here keeps every
@@ -96,7 +96,7 @@ class _Objective:
 
 
 def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol):
-    """Smallest eigenpair of a symmetric operator by Lanczos with full reorthogonalization.
+    """Smallest eigenpair of a symmetric operator: Lanczos, full reorthogonalization.
 
     Returns ``(eigenvalue, eigenvector, n_iter, residual)``. The Ritz value is an
     upper bound on the true smallest eigenvalue; it is exact when the Krylov space
@@ -168,7 +168,8 @@ def _check_tolerances(tol, curvature_tol):
         curvature_tol = np.sqrt(tol)
     if not isinstance(curvature_tol, numbers.Real) or not curvature_tol >= 0:
         raise ValueError(
-            f"curvature_tol must be a non-negative number or None, got {curvature_tol!r}."
+            "curvature_tol must be a non-negative number or None, got "
+            f"{curvature_tol!r}."
         )
     return float(tol), float(curvature_tol)
 
