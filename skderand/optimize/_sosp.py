@@ -177,11 +177,68 @@ def _lbfgs_sosp(objective, x, *, tol, curvature_tol, rng, progress, options):
             stalls = 0
         else:
             # The gradient is still too large but L-BFGS stopped: its line search
-            # failed. Restarting with fresh curvature pairs usually gets it going;
-            # twice in a row without progress means round-off has the last word.
-            stalls += 1
-            if stalls > 2:
+            # failed, typically because the remaining decrease is below the
+            # round-off of the objective. Newton steps judged by the gradient norm
+            # do not depend on objective differences.
+            polished = _newton_polish(objective, x, tol, progress)
+            if np.linalg.norm(objective(polished)[1]) < cert.grad_norm:
+                x, stalls = polished, 0
+            else:
+                stalls += 1
+            if stalls > 1:
                 return x, cert, n_escapes
+
+
+def _roundoff(value):
+    """Objective changes below this are indistinguishable from round-off."""
+    return 1e-12 * (abs(value) + 1.0)
+
+
+def _newton_polish(objective, x, tol, progress, max_steps=50, max_cg_iter=50):
+    """Truncated Newton-CG steps accepted when they shrink the gradient norm.
+
+    Used where the gradient must shrink further but the objective no longer
+    resolves the decrease (so value-based line searches fail). CG stops at
+    non-positive curvature; a step is accepted when ``||grad||`` decreases and the
+    objective does not rise beyond round-off.
+    """
+    value, grad = objective(x)
+    grad_norm = np.linalg.norm(grad)
+    for _ in range(max_steps):
+        if grad_norm <= tol or progress.exhausted:
+            break
+        step = np.zeros_like(x)
+        residual = -grad
+        direction = residual.copy()
+        rr = residual @ residual
+        for _ in range(max_cg_iter):
+            h_dir = objective.hessp(x, direction)
+            curvature = direction @ h_dir
+            if curvature <= 0:
+                if not step.any():
+                    step = -grad
+                break
+            a = rr / curvature
+            step += a * direction
+            residual -= a * h_dir
+            rr_new = residual @ residual
+            if np.sqrt(rr_new) <= min(0.1, np.sqrt(grad_norm)) * grad_norm:
+                break
+            direction = residual + (rr_new / rr) * direction
+            rr = rr_new
+        alpha = 1.0
+        for _ in range(30):
+            trial = x + alpha * step
+            trial_value, trial_grad = objective(trial)
+            trial_norm = np.linalg.norm(trial_grad)
+            if trial_norm < grad_norm and trial_value <= value + _roundoff(value):
+                break
+            alpha /= 2
+        else:
+            break
+        x, value, grad, grad_norm = trial, trial_value, trial_grad, trial_norm
+        progress.step(x, value, grad_norm)
+    return x
 
 
 def _uniform_ball(rng, n, radius):
@@ -232,6 +289,15 @@ def _pgd_sosp(objective, x, *, tol, curvature_tol, rng, progress, options):
             trial = x - eta * grad
             trial_value, trial_grad = objective(trial)
             if trial_value <= value - 0.5 * eta * grad_norm**2:
+                break
+            # Once the predicted decrease is below round-off, Armijo cannot be
+            # checked on values: accept by the approximate Wolfe condition of
+            # Hager and Zhang (2005), the slope at the trial from the gradient.
+            if (
+                0.5 * eta * grad_norm**2 < _roundoff(value)
+                and trial_value <= value + _roundoff(value)
+                and trial_grad @ grad >= -0.8 * grad_norm**2
+            ):
                 break
             eta *= 0.5
             if eta < 1e-30:
