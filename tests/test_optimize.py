@@ -231,3 +231,14 @@ def test_bad_arguments():
         minimize_sosp(None, np.zeros(2))
     with pytest.raises(ValueError, match="hessp returned shape"):
         sosp_certificate(double_well, np.zeros(2), hessp=lambda x, v: np.ones(3))
+
+
+def test_accepts_numpy_generator_as_random_state():
+    fun, _, n_vars = matrix_factorization(10, 8, 2, 0)
+    a = minimize_sosp(fun, np.zeros(n_vars), random_state=np.random.default_rng(5))
+    b = minimize_sosp(fun, np.zeros(n_vars), random_state=np.random.default_rng(5))
+    assert a.success
+    np.testing.assert_array_equal(a.x, b.x)
+    rng = np.random.default_rng(0)
+    cert = sosp_certificate(fun, np.zeros(n_vars), random_state=rng)
+    assert cert.min_hessian_eig < 0

@@ -161,6 +161,16 @@ def _certify(objective, x, *, tol, curvature_tol, rng, max_lanczos_iter, lanczos
     )
 
 
+def _check_rng(random_state):
+    """A ``RandomState`` from ``random_state``; numpy ``Generator`` objects pass as is.
+
+    Both expose the ``standard_normal`` and ``uniform`` methods used here.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return check_random_state(random_state)
+
+
 def _check_tolerances(tol, curvature_tol):
     if not isinstance(tol, numbers.Real) or not tol > 0:
         raise ValueError(f"tol must be a positive number, got {tol!r}.")
@@ -226,7 +236,7 @@ def sosp_certificate(
     lanczos_rtol : float, default=1e-6
         Lanczos stops once the Ritz residual is below ``lanczos_rtol`` times the
         largest Hessian scale seen.
-    random_state : int, RandomState instance or None, default=0
+    random_state : int, RandomState or Generator instance, or None, default=0
         Seeds the Lanczos start vector. A random start is essential: a structured
         one (such as all ones) can be orthogonal to the negative-curvature direction.
 
@@ -263,7 +273,7 @@ def sosp_certificate(
         x,
         tol=tol,
         curvature_tol=curvature_tol,
-        rng=check_random_state(random_state),
+        rng=_check_rng(random_state),
         max_lanczos_iter=max_lanczos_iter,
         lanczos_rtol=lanczos_rtol,
     )

@@ -17,10 +17,10 @@ import warnings
 import numpy as np
 from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 
 from skderand.optimize._certificate import (
     _certify,
+    _check_rng,
     _check_tolerances,
     _check_x,
     _Objective,
@@ -381,7 +381,7 @@ def minimize_sosp(
     max_iter : int, default=10_000
         Maximum number of iterations (gradient steps for ``"pgd"``, L-BFGS
         iterations for ``"lbfgs"``).
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState or Generator instance, or None, default=None
         Seeds the perturbations and the Lanczos start vectors.
     callback : callable, default=None
         Called after each iteration with an ``OptimizeResult`` holding ``x``,
@@ -477,7 +477,7 @@ def minimize_sosp(
 
     objective = _Objective(fun, x.size, hessp)
     objective(x)  # validate fun's output at the start, before any work
-    rng = check_random_state(random_state)
+    rng = _check_rng(random_state)
     progress = _Progress(method, callback, verbose, max_iter)
     solver = {"lbfgs": _lbfgs_sosp, "pgd": _pgd_sosp}[method]
     n_escapes = 0
