@@ -7,10 +7,17 @@ lemma and ships the certified solver they share (:mod:`skderand.optimize`).
 """
 
 from skderand import optimize
+from skderand.embedding import LearnedJLTransformer
+from skderand.maxcut import DeterministicMaxCut
+from skderand.neural import StructureDiscoveryClassifier, StructureDiscoveryRegressor
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DeterministicMaxCut",
+    "LearnedJLTransformer",
+    "StructureDiscoveryClassifier",
+    "StructureDiscoveryRegressor",
     "__version__",
     "optimize",
 ]

@@ -5,6 +5,9 @@ import time
 
 import numpy as np
 
+from skderand.embedding._demo import demo_learned_jl
+from skderand.maxcut._demo import add_maxcut_parser, demo_maxcut, run_maxcut
+from skderand.neural._demo import demo_structure_discovery
 from skderand.optimize import minimize_sosp
 
 
@@ -49,7 +52,7 @@ def demo_solver():
     print()
 
 
-SECTIONS = [demo_solver]
+SECTIONS = [demo_solver, demo_maxcut, demo_structure_discovery, demo_learned_jl]
 
 
 def demo():
@@ -67,8 +70,11 @@ def main(argv=None):
         description="Derandomized structure discovery. Without a command, runs the "
         "demonstration.",
     )
-    parser.add_subparsers(dest="command")
+    subparsers = parser.add_subparsers(dest="command")
+    add_maxcut_parser(subparsers)
     args = parser.parse_args(argv)
     if args.command is None:
         return demo()
+    if args.command == "maxcut":
+        return run_maxcut(args)
     return 0

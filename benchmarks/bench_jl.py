@@ -1,0 +1,169 @@
+"""Worst-case distortion of LearnedJLTransformer against random projections and PCA.
+
+One table: for each data set and target dimension k, the scale-free worst-case
+distortion ``(r_max - r_min) / (r_max + r_min)`` over all pairs (theory.md section
+5) and the fit time of
+
+- LearnedJLTransformer, ``method="direct"`` (the default) and ``"derandomized"``,
+- GaussianRandomProjection: median and best of 20 seeds,
+- SparseRandomProjection: median of 20 seeds,
+- PCA,
+
+then the held-out distortion (fit on 80 % of the points, measured on the pairs of
+the other 20 %), and for the Gaussian set the smallest k reaching eps* <= 0.2 for
+each method. Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset).
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy.spatial.distance import pdist
+from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.random_projection import (
+    GaussianRandomProjection,
+    SparseRandomProjection,
+)
+
+from skderand import LearnedJLTransformer
+
+N_SEEDS = 20
+
+
+def distortion(X, Y):
+    """Scale-free worst-case distortion over the pairs of distinct rows."""
+    d2 = pdist(np.asarray(X, dtype=np.float64), "sqeuclidean")
+    q = pdist(np.asarray(Y, dtype=np.float64), "sqeuclidean")
+    keep = d2 > 1e-10 * d2.max()
+    r = q[keep] / d2[keep]
+    return (r.max() - r.min()) / (r.max() + r.min())
+
+
+def datasets():
+    rng = np.random.default_rng(0)
+    gaussian = rng.standard_normal((300, 1000))
+    digits = load_digits().data
+    # The paper's setting: 100 unit vectors with Uniform[0, 1) entries, d = 500.
+    paper = rng.uniform(size=(100, 500))
+    paper /= np.linalg.norm(paper, axis=1, keepdims=True)
+    low_rank = rng.standard_normal((500, 10)) @ rng.standard_normal((10, 200))
+    low_rank += 0.3 * rng.standard_normal(low_rank.shape)
+    return {
+        "gaussian 300x1000": gaussian,
+        "digits 1797x64": digits,
+        "paper 100x500": paper,
+        "lowrank+noise 500x200": low_rank,
+    }
+
+
+def timed_fit(estimator, X):
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        estimator.fit(X)
+    return estimator, time.perf_counter() - start
+
+
+def random_projection_stats(cls, X, k, X_test=None):
+    values, held_out, times = [], [], []
+    for seed in range(N_SEEDS):
+        rp, t = timed_fit(cls(k, random_state=seed), X)
+        times.append(t)
+        values.append(distortion(X, rp.transform(X)))
+        if X_test is not None:
+            held_out.append(distortion(X_test, rp.transform(X_test)))
+    return np.array(values), np.array(held_out), np.median(times)
+
+
+def main(quick=False):
+    header = (
+        f"{'data set':<22} {'k':>3} | {'learned':>7} {'time s':>6} {'derand':>7} "
+        f"{'time s':>6} {'scale':>8} | {'GRP med':>7} {'GRP best':>8} "
+        f"{'SRP med':>7} {'PCA':>6} | {'ratio':>5} | held-out: {'learned':>7} "
+        f"{'GRP med':>7} {'PCA':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, X in datasets().items():
+        if quick and name.startswith("digits"):
+            continue
+        rng = np.random.default_rng(1)
+        order = rng.permutation(X.shape[0])
+        n_train = int(0.8 * X.shape[0])
+        X_train, X_test = X[order[:n_train]], X[order[n_train:]]
+        for k in (10, 20, 40):
+            if k >= X.shape[1]:
+                continue
+            jl, t_jl = timed_fit(LearnedJLTransformer(k, random_state=0), X)
+            d_jl = distortion(X, jl.transform(X))
+            der, t_der = timed_fit(
+                LearnedJLTransformer(k, method="derandomized", random_state=0), X
+            )
+            d_der = distortion(X, der.transform(X))
+            grp, _, _ = random_projection_stats(GaussianRandomProjection, X, k)
+            srp, _, _ = random_projection_stats(SparseRandomProjection, X, k)
+            d_pca = distortion(X, PCA(k).fit_transform(X))
+            # Held out: fit on 80 %, measure on the pairs of the other 20 %.
+            jl_tr, _ = timed_fit(LearnedJLTransformer(k, random_state=0), X_train)
+            _, grp_ho, _ = random_projection_stats(
+                GaussianRandomProjection, X_train, k, X_test
+            )
+            pca_ho = distortion(X_test, PCA(k).fit(X_train).transform(X_test))
+            print(
+                f"{name:<22} {k:>3} | {d_jl:>7.3f} {t_jl:>6.1f} {d_der:>7.3f} "
+                f"{t_der:>6.1f} {der.scale_:>8.1e} | {np.median(grp):>7.3f} "
+                f"{grp.min():>8.3f} {np.median(srp):>7.3f} {d_pca:>6.3f} | "
+                f"{d_jl / np.median(grp):>5.2f} |           "
+                f"{distortion(X_test, jl_tr.transform(X_test)):>7.3f} "
+                f"{np.median(grp_ho):>7.3f} {pca_ho:>6.3f}",
+                flush=True,
+            )
+    print(
+        "\nlearned/derand: LearnedJLTransformer, method='direct' (default) / "
+        "'derandomized' (scale: its final scale_).\nratio: learned / GRP median. "
+        "GRP/SRP: Gaussian/Sparse RandomProjection over 20 seeds."
+    )
+    smallest_k_gaussian()
+
+
+def smallest_k_gaussian(target=0.2):
+    X = datasets()["gaussian 300x1000"]
+    print(f"\nGaussian 300x1000: smallest k reaching eps* <= {target}")
+    start = time.perf_counter()
+    jl, _ = timed_fit(LearnedJLTransformer(eps=target, random_state=0), X)
+    print(
+        f"  LearnedJLTransformer(n_components='auto'): k = {jl.n_components_} "
+        f"(eps* {jl.distortion_:.3f}, search took {time.perf_counter() - start:.0f} s)"
+    )
+
+    def smallest(score, k_max=X.shape[1]):
+        lo, hi = 0, k_max
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if score(mid) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    def grp_median(k):
+        return np.median(random_projection_stats(GaussianRandomProjection, X, k)[0])
+
+    def srp_median(k):
+        return np.median(random_projection_stats(SparseRandomProjection, X, k)[0])
+
+    print(f"  GaussianRandomProjection (median of 20): k = {smallest(grp_median)}")
+    print(f"  SparseRandomProjection (median of 20): k = {smallest(srp_median)}")
+    pca_k = smallest(
+        lambda k: distortion(X, PCA(k).fit_transform(X)), k_max=min(X.shape)
+    )
+    print(f"  PCA: k = {pca_k}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip digits")
+    main(quick=parser.parse_args().quick)

@@ -1,0 +1,302 @@
+"""Pairwise distance ratios without O(n^2) memory, and the smooth surrogate.
+
+Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
+
+- :class:`_PairScanner` measures the ratios ``||M(x_i - x_j)||^2 / ||x_i - x_j||^2``
+  over *all* pairs, block of rows by block of rows, and returns the extreme ones.
+- :class:`_PairObjective` is the smooth surrogate of the worst distortion on a list
+  of pairs (all pairs for small ``n``, a working set for large ``n``), with its
+  gradient, for the direct map ``M`` or for the Gaussian distribution ``M + sigma E``.
+"""
+
+import numpy as np
+from scipy import sparse
+
+# Pairs whose squared distance is below this fraction of the largest squared norm of
+# the centred data are coincident points: every linear map keeps them coincident,
+# so they carry no distortion (and their ratio would be 0 / 0).
+COINCIDENT_RTOL = 1e-10
+
+# The squared distances of all pairs are stored in float64 up to STORE_BYTES_64
+# bytes, in float32 up to STORE_BYTES_32, and recomputed at every scan beyond.
+STORE_BYTES_64 = 1 << 28
+STORE_BYTES_32 = 1 << 30
+
+# Elements of one block of the pairwise scan (bounds its temporary memory).
+BLOCK_ELEMENTS = 1 << 22
+
+
+def exact_sq_dists(X, rows, cols, chunk=4096):
+    """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation)."""
+    out = np.empty(rows.size)
+    step = max(1, chunk * 64 // max(X.shape[1], 1))
+    for start in range(0, rows.size, step):
+        sl = slice(start, start + step)
+        diff = X[rows[sl]] - X[cols[sl]]
+        out[sl] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+class _PairScanner:
+    """Ratios of all pairs of rows of the centred data ``X``, block by block.
+
+    Squared distances come from the Gram matrix of the centred data (a BLAS product
+    per block), and are stored while they fit (``STORE_BYTES_64``,
+    ``STORE_BYTES_32``).
+    """
+
+    def __init__(self, X):
+        self.X = X
+        n = X.shape[0]
+        self.n = n
+        self.sq_norms = np.einsum("ij,ij->i", X, X)
+        self.threshold = COINCIDENT_RTOL * max(self.sq_norms.max(initial=0.0), 1e-300)
+        rows_per_block = max(1, BLOCK_ELEMENTS // max(n, 1))
+        self.blocks = [
+            (a, min(n, a + rows_per_block)) for a in range(0, n, rows_per_block)
+        ]
+        self.stored = None
+        n_pairs = n * (n - 1) // 2
+        if 8 * n_pairs <= STORE_BYTES_64:
+            self.stored = [self._sq_dists(a, b) for a, b in self.blocks]
+        elif 4 * n_pairs <= STORE_BYTES_32:
+            self.stored = [
+                self._sq_dists(a, b).astype(np.float32) for a, b in self.blocks
+            ]
+
+    def _sq_dists(self, a, b):
+        X, nrm = self.X, self.sq_norms
+        d2 = nrm[a:b, None] + nrm[None, a:] - 2.0 * (X[a:b] @ X[a:].T)
+        # Only the strict upper triangle (j > i) is used.
+        d2[np.tril_indices(b - a, 0, m=self.n - a)] = np.nan
+        return d2
+
+    def scan(self, Y, n_extreme=0, band=np.inf):
+        """Ratios of all pairs under ``Y = X M^T``.
+
+        Returns ``(r_min, r_max, low, high)``: the extreme ratios over all
+        non-coincident pairs, and the (at most ``n_extreme``) pairs with ratios
+        below ``r_min * exp(band)`` and above ``r_max * exp(-band)``, each as an
+        ``(rows, cols)`` pair of index arrays.
+        """
+        y_norms = np.einsum("ij,ij->i", Y, Y)
+        r_min, r_max = np.inf, -np.inf
+        cand_lo = [], [], []
+        cand_hi = [], [], []
+        for idx, (a, b) in enumerate(self.blocks):
+            if self.stored is not None:
+                d2 = self.stored[idx]
+            else:
+                d2 = self._sq_dists(a, b)
+            q = y_norms[a:b, None] + y_norms[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
+            valid = d2 > self.threshold  # False on NaN (the lower triangle)
+            if not valid.any():
+                continue
+            flat = np.flatnonzero(valid)
+            r = np.maximum(q.ravel()[flat], 0.0) / d2.ravel()[flat]
+            r_min = min(r_min, r.min())
+            r_max = max(r_max, r.max())
+            if n_extreme:
+                m = min(n_extreme, r.size)
+                for cand, part in ((cand_lo, r), (cand_hi, -r)):
+                    sel = (
+                        np.argpartition(part, m - 1)[:m] if m < r.size else slice(None)
+                    )
+                    rows, cols = np.divmod(flat[sel], self.n - a)
+                    cand[0].append(rows + a)
+                    cand[1].append(cols + a)
+                    cand[2].append(part[sel])
+        low = high = (np.empty(0, dtype=np.intp),) * 2
+        if n_extreme and cand_lo[0]:
+            low = self._best(cand_lo, n_extreme, r_min * np.exp(band))
+            high = self._best(cand_hi, n_extreme, -r_max * np.exp(-band))
+        return r_min, r_max, low, high
+
+    @staticmethod
+    def _best(cand, m, limit):
+        rows, cols, key = (np.concatenate(c) for c in cand)
+        if key.size > m:
+            sel = np.argpartition(key, m - 1)[:m]
+            rows, cols, key = rows[sel], cols[sel], key[sel]
+        inside = key <= limit
+        return rows[inside], cols[inside]
+
+
+def all_pairs(X):
+    """Every non-coincident pair of rows of ``X`` with its exact squared distance."""
+    n = X.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    sq_norms = np.einsum("ij,ij->i", X, X)
+    threshold = COINCIDENT_RTOL * max(sq_norms.max(initial=0.0), 1e-300)
+    d2 = exact_sq_dists(X, rows, cols)
+    keep = d2 > threshold
+    return rows[keep], cols[keep], d2[keep]
+
+
+class _PairObjective:
+    """Smooth surrogate of the worst distortion of a list of pairs.
+
+    For log-ratios ``l_p = log(||M d_p||^2 / ||d_p||^2)`` and sharpness ``beta``,
+    the direct surrogate is the soft-max minus the soft-min of ``l``, i.e.
+    ``LSE(beta l) / beta + LSE(-beta l) / beta``, which tends to
+    ``log(r_max / r_min)`` as ``beta`` grows (within ``2 log(n_pairs) / beta``).
+    It is invariant to the scale of ``M``; the term ``mean(l)^2 / 2`` pins that
+    scale (ratios centred at 1) without changing the distortion.
+
+    For the distribution ``A = M + sigma E`` (``E`` standard Gaussian) each pair's
+    ratio has closed-form mean ``mu_p = r_p + k sigma^2`` and variance
+    ``4 sigma^2 r_p + 2 k sigma^4``. Moment-matching a log-normal
+    (``v_p = log(1 + var_p / mu_p^2)``, ``m_p = log mu_p - v_p / 2``), the
+    risk-sensitive expectation ``log E sum_p exp(beta l_p) / beta`` is
+    ``LSE(beta (m_p + beta v_p / 2)) / beta``; likewise for ``-l``. The lemma's
+    penalty ``scale_penalty * k * sigma^2`` is added. At ``sigma = 0`` this is the
+    direct surrogate exactly.
+    """
+
+    def __init__(self, X, rows, cols, d2, n_components, *, derandomized, penalty):
+        # Restrict the data to the rows that occur in a pair: the cost of an
+        # evaluation is then O(n_used * d * k + n_pairs * k).
+        used, inverse = np.unique(np.concatenate([rows, cols]), return_inverse=True)
+        self.X = X[used]
+        m = rows.size
+        ri, ci = inverse[:m], inverse[m:]
+        data = np.concatenate([np.ones(m), -np.ones(m)])
+        idx = np.concatenate([np.arange(m), np.arange(m)])
+        self.B = sparse.csr_array(
+            (data, (idx, np.concatenate([ri, ci]))), shape=(m, used.size)
+        )
+        self.BT = self.B.T.tocsr()
+        self.d2 = d2
+        self.k = n_components
+        self.d = X.shape[1]
+        self.derandomized = derandomized
+        self.penalty = penalty
+        self.beta = 1.0
+
+    def split(self, z):
+        kd = self.k * self.d
+        M = z[:kd].reshape(self.k, self.d)
+        sigma = z[kd] if self.derandomized else 0.0
+        return M, sigma
+
+    def ratios(self, M):
+        diff = self.B @ (self.X @ M.T)
+        return np.einsum("ij,ij->i", diff, diff) / self.d2
+
+    def __call__(self, z):
+        M, sigma = self.split(z)
+        diff = self.B @ (self.X @ M.T)
+        q = np.einsum("ij,ij->i", diff, diff)
+        value, d_r, d_sigma = _surrogate(
+            q / self.d2, sigma, self.k, self.beta, self.penalty
+        )
+        # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2, accumulated through B^T.
+        coef = 2.0 * d_r / self.d2
+        grad_M = (self.BT @ (coef[:, None] * diff)).T @ self.X
+        if not self.derandomized:
+            return value, grad_M.ravel()
+        return value, np.append(grad_M.ravel(), d_sigma)
+
+
+class _GramObjective(_PairObjective):
+    """The same surrogate over all pairs, through the Gram matrix ``Y Y^T``.
+
+    For small ``n`` this is faster than a pair list: ``O(n^2 k + n d k)`` per
+    evaluation in BLAS products and ``n^2 / 2`` elementwise operations.
+    """
+
+    def __init__(self, X, threshold, n_components, *, derandomized, penalty):
+        self.X = X
+        sq = np.einsum("ij,ij->i", X, X)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
+        # Each pair once: the strict upper triangle.
+        valid = np.triu(d2 > threshold, 1)
+        self.valid = np.flatnonzero(valid)
+        self.d2 = d2.ravel()[self.valid]
+        self.n = X.shape[0]
+        self.k = n_components
+        self.d = X.shape[1]
+        self.derandomized = derandomized
+        self.penalty = penalty
+        self.beta = 1.0
+
+    def ratios(self, M):
+        Y = self.X @ M.T
+        sq = np.einsum("ij,ij->i", Y, Y)
+        q = sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T)
+        return np.maximum(q.ravel()[self.valid], 0.0) / self.d2
+
+    def __call__(self, z):
+        M, sigma = self.split(z)
+        Y = self.X @ M.T
+        sq = np.einsum("ij,ij->i", Y, Y)
+        q = sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T)
+        value, d_r, d_sigma = _surrogate(
+            np.maximum(q.ravel()[self.valid], 0.0) / self.d2,
+            sigma,
+            self.k,
+            self.beta,
+            self.penalty,
+        )
+        C = np.zeros(self.n * self.n)
+        C[self.valid] = d_r / self.d2
+        C = C.reshape(self.n, self.n)
+        C += C.T
+        # d/dY of sum_{i<j} C_ij ||y_i - y_j||^2 = 2 (diag(C 1) - C) Y, C symmetric.
+        grad_Y = 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
+        grad_M = grad_Y.T @ self.X
+        if not self.derandomized:
+            return value, grad_M.ravel()
+        return value, np.append(grad_M.ravel(), d_sigma)
+
+
+def _soft_extremes(upper, lower):
+    """``LSE(upper) + LSE(lower)`` and both soft-max weight vectors, one exp each."""
+    out = []
+    for t in (upper, lower):
+        top = t.max()
+        e = np.exp(t - top)
+        total = e.sum()
+        out.append((top + np.log(total), e / total))
+    (lse_u, pi_u), (lse_l, pi_l) = out
+    return lse_u + lse_l, pi_u, pi_l
+
+
+def _surrogate(r, sigma, k, beta, penalty):
+    """The surrogate from the pairs' ratios: value, d/d ratio, d/d sigma."""
+    # A collapsed pair (r = 0) gets a tiny floor so that the log stays finite.
+    r = np.maximum(r, 1e-300)
+    if sigma == 0.0:
+        # The direct map (and sigma exactly 0): the log-normal terms vanish.
+        mlog = np.log(r)
+        centre = mlog.mean()
+        lse, pi_u, pi_l = _soft_extremes(beta * mlog, -beta * mlog)
+        value = lse / beta + 0.5 * centre**2
+        d_r = (pi_u - pi_l + centre / mlog.size) / r
+        return value, d_r, 0.0
+    s2 = sigma * sigma
+    mu = r + k * s2
+    var = 4.0 * s2 * r + 2.0 * k * s2 * s2
+    rho = var / (mu * mu)
+    v = np.log1p(rho)
+    mlog = np.log(mu) - 0.5 * v
+    upper = beta * (mlog + 0.5 * beta * v)
+    lower = beta * (-mlog + 0.5 * beta * v)
+    centre = mlog.mean()
+    lse, pi_u, pi_l = _soft_extremes(upper, lower)
+    value = lse / beta + 0.5 * centre**2 + penalty * k * s2
+    dm = pi_u - pi_l + centre / mlog.size
+    dv = 0.5 * beta * (pi_u + pi_l) - 0.5 * dm
+    dv_drho = dv / (1.0 + rho)
+    mu3 = mu * mu * mu
+    d_r = dm / mu + dv_drho * (4.0 * s2 / (mu * mu) - 2.0 * var / mu3)
+    d_sigma = np.sum(
+        dm / mu * 2.0 * k * sigma
+        + dv_drho
+        * (
+            (8.0 * sigma * r + 8.0 * k * s2 * sigma) / (mu * mu)
+            - 4.0 * k * sigma * var / mu3
+        )
+    )
+    d_sigma += 2.0 * penalty * k * sigma
+    return value, d_r, d_sigma

@@ -1,0 +1,202 @@
+"""Weighted graphs in and out: the Gset edge-list format and networkx graphs.
+
+The Gset format (Helmberg and Rendl's ``rudy`` output) is plain text: a header
+line ``n m`` (vertices, edges), then ``m`` lines ``i j w`` with 1-based vertex
+indices and a weight, one line per undirected edge.
+"""
+
+import os
+
+import numpy as np
+from scipy import sparse
+
+__all__ = ["graph_to_adjacency", "read_gset", "write_gset"]
+
+
+def _edges_to_adjacency(n, rows, cols, weights):
+    """Symmetric CSR adjacency; repeated pairs add up, self-loops are dropped."""
+    keep = rows != cols
+    rows, cols, weights = rows[keep], cols[keep], weights[keep]
+    adjacency = sparse.coo_matrix(
+        (
+            np.concatenate([weights, weights]),
+            (np.concatenate([rows, cols]), np.concatenate([cols, rows])),
+        ),
+        shape=(n, n),
+    ).tocsr()
+    adjacency.sum_duplicates()
+    adjacency.eliminate_zeros()
+    return adjacency
+
+
+def read_gset(path):
+    """Read a graph in the Gset ``n m`` / ``i j w`` edge-list format.
+
+    Parameters
+    ----------
+    path : str, path-like or file object
+        The file to read. Lines ``i j`` without a weight mean weight 1; blank
+        lines and lines starting with ``#`` or ``%`` are ignored.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_matrix of shape (n, n)
+        The symmetric weighted adjacency matrix (float64). Self-loops are
+        dropped and repeated pairs add up.
+
+    Raises
+    ------
+    ValueError
+        On a malformed header or line, an index outside ``1..n``, a non-finite
+        weight, or an edge count that disagrees with the header.
+
+    See Also
+    --------
+    write_gset : Write a graph in the same format.
+
+    Examples
+    --------
+    >>> import io
+    >>> from skderand.maxcut import read_gset
+    >>> A = read_gset(io.StringIO("3 2\\n1 2 1\\n2 3 -2\\n"))
+    >>> A.toarray()
+    array([[ 0.,  1.,  0.],
+           [ 1.,  0., -2.],
+           [ 0., -2.,  0.]])
+    """
+    if hasattr(path, "read"):
+        text = path.read()
+        name = getattr(path, "name", "<file>")
+    else:
+        with open(os.fspath(path)) as f:
+            text = f.read()
+        name = os.fspath(path)
+    lines = [
+        line.split()
+        for line in text.splitlines()
+        if line.strip() and line.lstrip()[0] not in "#%"
+    ]
+    if not lines:
+        raise ValueError(f"{name}: empty file, expected a header line 'n m'.")
+    header = lines[0]
+    try:
+        n, m = int(header[0]), int(header[1])
+    except (IndexError, ValueError):
+        raise ValueError(
+            f"{name}: the first line must be 'n m' (two integers), got "
+            f"{' '.join(header)!r}."
+        ) from None
+    if n < 0 or m < 0:
+        raise ValueError(f"{name}: negative counts in the header 'n m' = {n} {m}.")
+    body = lines[1:]
+    if len(body) != m:
+        raise ValueError(
+            f"{name}: the header announces {m} edges but {len(body)} edge lines follow."
+        )
+    rows = np.empty(m, dtype=np.int64)
+    cols = np.empty(m, dtype=np.int64)
+    weights = np.ones(m)
+    for k, fields in enumerate(body):
+        if len(fields) not in (2, 3):
+            raise ValueError(
+                f"{name}: edge line {k + 1} must be 'i j w' or 'i j', got "
+                f"{' '.join(fields)!r}."
+            )
+        try:
+            rows[k], cols[k] = int(fields[0]), int(fields[1])
+            if len(fields) == 3:
+                weights[k] = float(fields[2])
+        except ValueError:
+            raise ValueError(
+                f"{name}: edge line {k + 1} is not numeric: {' '.join(fields)!r}."
+            ) from None
+    if m and (min(rows.min(), cols.min()) < 1 or max(rows.max(), cols.max()) > n):
+        raise ValueError(f"{name}: vertex indices must lie in 1..{n} (1-based).")
+    if not np.all(np.isfinite(weights)):
+        raise ValueError(f"{name}: edge weights must be finite numbers.")
+    return _edges_to_adjacency(n, rows - 1, cols - 1, weights)
+
+
+def write_gset(path, adjacency):
+    """Write a symmetric weighted adjacency matrix in the Gset edge-list format.
+
+    Parameters
+    ----------
+    path : str, path-like or file object
+        Destination.
+    adjacency : array-like or sparse matrix of shape (n, n)
+        Symmetric weights; the diagonal is ignored. Integral weights are written
+        as integers, others with ``repr`` precision.
+
+    See Also
+    --------
+    read_gset : Read the format back.
+
+    Examples
+    --------
+    >>> import io
+    >>> import numpy as np
+    >>> from skderand.maxcut import write_gset
+    >>> out = io.StringIO()
+    >>> write_gset(out, np.array([[0, 2], [2, 0]]))
+    >>> print(out.getvalue(), end="")
+    2 1
+    1 2 2
+    """
+    A = sparse.coo_matrix(adjacency)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"adjacency must be square, got shape {A.shape}.")
+    upper = sparse.triu(A, k=1).tocsr()
+    upper.sum_duplicates()
+    upper.eliminate_zeros()
+    upper = upper.tocoo()
+    order = np.lexsort((upper.col, upper.row))
+    rows, cols = upper.row[order] + 1, upper.col[order] + 1
+    data = np.asarray(upper.data[order], dtype=np.float64)
+    integral = bool(np.all(data == np.round(data)))
+    lines = [f"{A.shape[0]} {data.size}"]
+    for i, j, w in zip(rows, cols, data, strict=True):
+        lines.append(f"{i} {j} {int(w) if integral else repr(float(w))}")
+    text = "\n".join(lines) + "\n"
+    if hasattr(path, "write"):
+        path.write(text)
+    else:
+        with open(os.fspath(path), "w") as f:
+            f.write(text)
+
+
+def _is_networkx_graph(obj):
+    """True for a networkx graph, without importing networkx when it is absent."""
+    module = type(obj).__module__ or ""
+    return module.split(".")[0] == "networkx" and hasattr(obj, "adj")
+
+
+def graph_to_adjacency(graph, weight="weight"):
+    """The symmetric sparse adjacency of a networkx graph (rows in node order).
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        An undirected graph. Missing edge weights count as 1; self-loops are
+        dropped.
+    weight : str, default="weight"
+        Edge attribute holding the weight.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_matrix of shape (n, n)
+        Rows and columns follow ``list(graph.nodes)``.
+    """
+    if not _is_networkx_graph(graph):
+        raise TypeError(f"expected a networkx graph, got {type(graph).__name__}.")
+    if graph.is_directed():
+        raise ValueError("MAXCUT needs an undirected graph; got a directed one.")
+    nodes = list(graph.nodes)
+    index = {node: k for k, node in enumerate(nodes)}
+    edges = list(graph.edges(data=weight, default=1.0))
+    rows = np.array([index[u] for u, _, _ in edges], dtype=np.int64)
+    cols = np.array([index[v] for _, v, _ in edges], dtype=np.int64)
+    weights = np.array([w for _, _, w in edges], dtype=np.float64)
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("Edge weights contain NaN or infinity.")
+    return _edges_to_adjacency(len(nodes), rows, cols, weights)

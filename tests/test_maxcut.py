@@ -1,0 +1,420 @@
+"""Tests of DeterministicMaxCut: the mathematics of each stage and bad inputs."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import sparse
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+
+from skderand import DeterministicMaxCut
+from skderand._cli import main as cli_main
+from skderand.maxcut import read_gset, write_gset
+from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
+from skderand.maxcut._rounding import (
+    SmoothedCut,
+    separation_gradient,
+    separation_probability,
+)
+
+GSET = Path(__file__).parents[1] / ".." / "shared" / "data" / "gset"
+
+
+def gnp(n, p, seed, signed=False):
+    """Dense symmetric adjacency of G(n, p), weights 1 or +-1."""
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.random((n, n)) < p, k=1).astype(float)
+    if signed:
+        upper *= rng.choice([-1.0, 1.0], size=(n, n))
+    return upper + upper.T
+
+
+def brute_force_max_cut(A):
+    """Maximum cut by enumerating all 2**(n-1) cuts (vertex 0 fixed on one side)."""
+    n = A.shape[0]
+    codes = np.arange(2 ** (n - 1))
+    bits = (codes[:, None] >> np.arange(n - 1)) & 1
+    spins = np.hstack([np.ones((codes.size, 1)), 1.0 - 2.0 * bits])
+    cuts = 0.25 * (A.sum() - np.einsum("ki,ij,kj->k", spins, A, spins))
+    return float(cuts.max())
+
+
+def labels_cut(A, labels):
+    """Cut of a 0/1 labelling, recomputed from scratch on a dense matrix."""
+    A = np.asarray(A.toarray() if sparse.issparse(A) else A)
+    A = A - np.diag(np.diag(A))
+    side = np.asarray(labels)
+    return float(np.sum(np.triu(A, k=1) * (side[:, None] != side[None, :])))
+
+
+def fit(A, **params):
+    return DeterministicMaxCut(affinity="precomputed", **params).fit(A)
+
+
+# ---------------------------------------------------------------- small graphs
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_brute_force_optimum_on_gnp_15(seed):
+    A = gnp(15, 0.6, seed)
+    opt = brute_force_max_cut(A)
+    mc = fit(A)
+    assert mc.cut_value_ == pytest.approx(labels_cut(A, mc.labels_), abs=1e-9)
+    assert mc.cut_value_ == opt
+    assert mc.upper_bound_ >= opt - 1e-9
+    assert mc.upper_bound_ >= mc.sdp_value_ - 1e-6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_signed_weights_bound_and_cut(seed):
+    A = gnp(14, 0.5, seed, signed=True)
+    A *= np.random.default_rng(seed).uniform(0.5, 2.0, size=A.shape)
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    opt = brute_force_max_cut(A)
+    mc = fit(A)
+    assert mc.cut_value_ == pytest.approx(labels_cut(A, mc.labels_), abs=1e-9)
+    assert mc.cut_value_ <= opt + 1e-9
+    assert mc.upper_bound_ >= opt - 1e-9
+    # The rounding is a strong heuristic at this size: within 2% of the optimum.
+    assert mc.cut_value_ >= 0.98 * opt
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rounding_drives_v_to_zero_and_beats_expected_gw(seed):
+    A = sparse.csr_matrix(gnp(120, 0.1, seed, signed=seed == 2))
+    mc = fit(A, local_search=None)
+    assert mc.certified_
+    # The lemma: at a second-order stationary point V = 0.
+    assert mc.rounding_v_norm_ <= 1e-3 * mc.tau * np.sqrt(A.shape[0])
+    assert mc.rounded_cut_value_ >= mc.expected_gw_cut_ - 1e-6
+    assert mc.rounded_cut_value_ == pytest.approx(labels_cut(A, mc.labels_), abs=1e-9)
+    # The history records the paper's picture: |V| collapses, the cut rises.
+    history = mc.rounding_history_
+    assert history["v_norm"][-1] < 1e-2 * history["v_norm"].max()
+    assert history["expected_cut"][-1] > history["expected_cut"][0]
+
+
+def test_local_search_never_lowers_the_cut():
+    A = sparse.csr_matrix(gnp(80, 0.2, 1, signed=True))
+    base = fit(A, local_search=None)
+    flip = fit(A, local_search="1-flip")
+    tabu = fit(A, local_search="tabu")
+    assert base.cut_value_ <= flip.cut_value_ <= tabu.cut_value_
+    spins = np.where(base.labels_ == 1, -1.0, 1.0)
+    flipped, _ = one_flip(A, spins)
+    assert flip.cut_value_ == pytest.approx(cut_value(A, flipped))
+    gains = flipped * (A @ flipped)
+    assert gains.max() <= 1e-9  # a 1-flip local optimum
+    np.testing.assert_array_equal(spins, np.where(base.labels_ == 1, -1.0, 1.0))
+
+
+def test_tabu_is_at_least_one_flip_from_the_same_start():
+    A = sparse.csr_matrix(gnp(60, 0.3, 4, signed=True))
+    start = np.where(np.random.default_rng(0).random(60) < 0.5, 1.0, -1.0)
+    flipped, _ = one_flip(A, start)
+    tabu, _ = tabu_search(A, start, 2000, np.random.default_rng(0))
+    assert cut_value(A, tabu) >= cut_value(A, flipped)
+
+
+def test_deterministic_and_fit_predict():
+    A = sparse.csr_matrix(gnp(60, 0.2, 7, signed=True))
+    first = fit(A)
+    second = DeterministicMaxCut(affinity="precomputed").fit_predict(A)
+    np.testing.assert_array_equal(first.labels_, second)
+    assert first.labels_[0] == 0
+    assert set(np.unique(first.labels_)) <= {0, 1}
+
+
+def test_dense_and_sparse_inputs_agree():
+    A = gnp(40, 0.3, 3)
+    dense = fit(A)
+    for fmt in ("csr", "csc", "coo"):
+        sp = fit(sparse.csr_matrix(A).asformat(fmt))
+        np.testing.assert_array_equal(dense.labels_, sp.labels_)
+        assert dense.upper_bound_ == pytest.approx(sp.upper_bound_, rel=1e-9)
+
+
+def test_weight_scale_invariance():
+    A = gnp(40, 0.3, 5, signed=True)
+    mc = fit(A)
+    scaled = fit(1000.0 * A)
+    np.testing.assert_array_equal(mc.labels_, scaled.labels_)
+    assert scaled.cut_value_ == pytest.approx(1000.0 * mc.cut_value_, rel=1e-12)
+    assert scaled.upper_bound_ == pytest.approx(1000.0 * mc.upper_bound_, rel=1e-6)
+
+
+def test_convergence_warning_names_the_parameter():
+    A = gnp(30, 0.4, 0)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        fit(A, max_iter=1, max_stages=1)
+
+
+# ------------------------------------------------------------- closed form
+
+
+def test_separation_probability_gw_limit():
+    rho = np.linspace(-0.99, 0.99, 21)
+    np.testing.assert_allclose(
+        separation_probability(np.zeros_like(rho), np.zeros_like(rho), rho),
+        np.arccos(rho) / np.pi,
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+def test_separation_probability_matches_monte_carlo():
+    rng = np.random.default_rng(0)
+    n_samples = 400_000
+    for h, k, rho in [(0.3, -1.2, 0.5), (0.0, 0.7, -0.8), (1.5, 1.0, 0.95), (0, 0, 0)]:
+        z = rng.standard_normal((n_samples, 2))
+        x = h + z[:, 0]
+        y = k + rho * z[:, 0] + np.sqrt(1 - rho**2) * z[:, 1]
+        freq = np.mean(np.sign(x) != np.sign(y))
+        stderr = np.sqrt(freq * (1 - freq) / n_samples)
+        assert abs(separation_probability(h, k, rho) - freq) <= 5 * stderr + 1e-12
+
+
+def test_expected_cut_matches_monte_carlo():
+    rng = np.random.default_rng(1)
+    n, r, tau = 10, 3, 0.3
+    rows, cols = np.triu_indices(n, 1)
+    weights = rng.choice([-1.0, 1.0, 2.0], size=rows.size)
+    objective = SmoothedCut(n, rows, cols, weights, r, tau)
+    V = 0.7 * rng.standard_normal((n, r))
+    mu = 0.5 * rng.standard_normal(n)
+    n_samples = 200_000
+    y = rng.standard_normal((n_samples, r)) @ V.T + mu
+    y += tau * rng.standard_normal((n_samples, n))
+    cuts = (np.sign(y[:, rows]) != np.sign(y[:, cols])) @ weights
+    stderr = cuts.std() / np.sqrt(n_samples)
+    assert abs(objective.expected_cut(V, mu) - cuts.mean()) <= 5 * stderr
+
+
+@pytest.mark.parametrize("mu_zero", [False, True])
+def test_gradient_matches_finite_differences(mu_zero):
+    rng = np.random.default_rng(2)
+    n, r = 9, 3
+    rows, cols = np.triu_indices(n, 1)
+    keep = rng.random(rows.size) < 0.6
+    rows, cols = rows[keep], cols[keep]
+    weights = rng.choice([-1.0, 1.0, 0.5], size=rows.size)
+    objective = SmoothedCut(n, rows, cols, weights, r, tau=0.2, lam=0.05)
+    z = 0.6 * rng.standard_normal(n * r + n)
+    if mu_zero:
+        z[n * r :: 2] = 0.0  # Owen's T form divides by mu = 0: the guard at work
+    _, grad = objective(z)
+    step = 1e-6
+    numeric = np.array(
+        [
+            (objective(z + step * e)[0] - objective(z - step * e)[0]) / (2 * step)
+            for e in np.eye(z.size)
+        ]
+    )
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_separation_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    h, k = rng.standard_normal(20), rng.standard_normal(20)
+    rho = rng.uniform(-0.97, 0.97, 20)
+    d_h, d_k, d_rho = separation_gradient(h, k, rho)
+    step = 1e-6
+    for analytic, e in [(d_h, (1, 0, 0)), (d_k, (0, 1, 0)), (d_rho, (0, 0, 1))]:
+        plus = separation_probability(
+            h + step * e[0], k + step * e[1], rho + step * e[2]
+        )
+        minus = separation_probability(
+            h - step * e[0], k - step * e[1], rho - step * e[2]
+        )
+        np.testing.assert_allclose(analytic, (plus - minus) / (2 * step), atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dual_eigenvalue_is_a_lower_bound(seed):
+    # n > 200 takes the sparse Lanczos path; compare with a dense eigensolver.
+    from skderand.maxcut._sdp import dual_upper_bound, solve_sdp
+
+    A = sparse.csr_matrix(gnp(260, 0.05, seed, signed=seed == 1))
+    rng = np.random.default_rng(seed)
+    # A deliberately inexact SDP solution: the bound must stay valid.
+    V, _ = solve_sdp(A, 8, rng, max_iter=5)
+    bound, lam_low, y = dual_upper_bound(A, V, rng)
+    L = np.diag(np.asarray(A.sum(axis=1)).ravel()) - A.toarray()
+    lam_true = np.linalg.eigvalsh(np.diag(y) - L / 4)[0]
+    assert lam_low <= lam_true + 1e-9
+    assert lam_low >= lam_true - 1e-3 * max(1.0, abs(lam_true))
+    assert bound == pytest.approx(y.sum() + 260 * max(0.0, -lam_low))
+
+
+# ------------------------------------------------------------- bad inputs
+
+
+def test_non_square_precomputed():
+    with pytest.raises(ValueError, match="square"):
+        fit(np.ones((3, 4)))
+
+
+def test_asymmetric_precomputed():
+    A = gnp(6, 0.8, 0)
+    A[0, 1] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        fit(A)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_weights(bad):
+    A = gnp(6, 0.8, 0)
+    A[0, 1] = A[1, 0] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        fit(A)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        fit(sparse.csr_matrix(A))
+
+
+def test_empty_graph():
+    with pytest.raises(ValueError, match="sample"):
+        fit(np.zeros((0, 0)))
+
+
+def test_one_vertex():
+    mc = fit(np.zeros((1, 1)))
+    np.testing.assert_array_equal(mc.labels_, [0])
+    assert mc.cut_value_ == 0.0 and mc.upper_bound_ == 0.0
+
+
+def test_no_edges():
+    mc = fit(sparse.csr_matrix((7, 7)))
+    np.testing.assert_array_equal(mc.labels_, np.zeros(7))
+    assert mc.cut_value_ == 0.0 and mc.upper_bound_ == 0.0
+
+
+def test_self_loops_are_ignored():
+    A = gnp(12, 0.5, 1)
+    looped = A + np.diag(np.arange(1.0, 13.0))
+    original = looped.copy()
+    mc = fit(looped)
+    np.testing.assert_array_equal(looped, original)  # the input is not modified
+    plain = fit(A)
+    np.testing.assert_array_equal(mc.labels_, plain.labels_)
+    assert mc.cut_value_ == brute_force_max_cut(A)
+
+
+def test_disconnected_graph_and_isolated_vertices():
+    # Two 5-cycles (max cut 4 each), an edge (1) and three isolated vertices.
+    A = np.zeros((16, 16))
+    for start in (0, 5):
+        for i in range(5):
+            a, b = start + i, start + (i + 1) % 5
+            A[a, b] = A[b, a] = 1.0
+    A[10, 11] = A[11, 10] = 1.0
+    perm = np.random.default_rng(0).permutation(16)
+    A = A[perm][:, perm]
+    mc = fit(A)
+    assert mc.cut_value_ == 9.0 == labels_cut(A, mc.labels_)
+    assert mc.upper_bound_ >= 9.0
+    isolated = np.flatnonzero(A.sum(axis=1) == 0)
+    np.testing.assert_array_equal(mc.labels_[isolated], 0)
+
+
+def test_all_negative_weights_give_empty_cut():
+    mc = fit(-gnp(10, 0.6, 0))
+    assert mc.cut_value_ == 0.0
+    assert mc.upper_bound_ >= 0.0
+
+
+def test_networkx_graph_input():
+    nx = pytest.importorskip("networkx")
+    graph = nx.cycle_graph(5)
+    graph.add_edge(0, 0)  # a self-loop, ignored
+    mc = DeterministicMaxCut(affinity="precomputed").fit(graph)
+    assert mc.cut_value_ == 4.0
+    with pytest.raises(ValueError, match="undirected"):
+        DeterministicMaxCut(affinity="precomputed").fit(nx.DiGraph(graph))
+
+
+# ------------------------------------------------------------- affinities
+
+
+def test_euclidean_affinity_separates_two_blobs():
+    X, y = make_blobs(n_samples=40, centers=2, cluster_std=0.5, random_state=0)
+    labels = DeterministicMaxCut().fit_predict(X)
+    assert adjusted_rand_score(y, labels) == 1.0
+
+
+@pytest.mark.parametrize("affinity", ["rbf", "nearest_neighbors", "callable"])
+def test_feature_affinities(affinity):
+    X, _ = make_blobs(n_samples=30, random_state=1)
+    if affinity == "callable":
+
+        def affinity(Z):
+            return np.abs(Z[:, :1] - Z[:, :1].T)
+
+    mc = DeterministicMaxCut(affinity=affinity, n_neighbors=4).fit(X)
+    assert mc.labels_.shape == (30,)
+    assert mc.upper_bound_ >= mc.cut_value_ - 1e-9
+
+
+def test_callable_affinity_with_wrong_shape():
+    with pytest.raises(ValueError, match="n_samples, n_samples"):
+        DeterministicMaxCut(affinity=lambda Z: np.ones((2, 2))).fit(np.ones((5, 2)))
+
+
+def test_pairwise_tag_follows_affinity():
+    # With a precomputed adjacency X is n x n, which the common checks must know.
+    assert (
+        DeterministicMaxCut(affinity="precomputed")
+        .__sklearn_tags__()
+        .input_tags.pairwise
+    )
+    assert not DeterministicMaxCut().__sklearn_tags__().input_tags.pairwise
+
+
+# ------------------------------------------------------------- Gset and CLI
+
+
+def _gset(name):
+    if not (GSET / f"{name}.txt").exists():
+        pytest.skip("Gset data not available")
+    with open(GSET / "best_known.csv") as f:
+        best = {r["name"]: int(r["best_known_cut"]) for r in csv.DictReader(f)}
+    return read_gset(GSET / f"{name}.txt"), best[name]
+
+
+def _check_gset(name):
+    A, best = _gset(name)
+    mc = fit(A)
+    assert mc.upper_bound_ >= best
+    assert mc.cut_value_ <= best
+    assert mc.cut_value_ == pytest.approx(cut_value(A, 1.0 - 2.0 * mc.labels_))
+    assert mc.certified_
+    return mc, best
+
+
+def test_gset_g11_bound_and_cut():
+    _check_gset("G11")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
+)
+def test_gset_all(name):
+    mc, best = _check_gset(name)
+    assert mc.cut_value_ >= 0.97 * best
+
+
+def test_cli_maxcut(tmp_path, capsys):
+    A = sparse.csr_matrix(gnp(20, 0.4, 0))
+    graph = tmp_path / "g.txt"
+    write_gset(graph, A)
+    out = tmp_path / "labels.txt"
+    assert cli_main(["maxcut", str(graph), "--labels", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "certified upper bound" in printed
+    labels = np.loadtxt(out, dtype=int)
+    expected = fit(A)
+    np.testing.assert_array_equal(labels, expected.labels_)
+    assert f"{expected.cut_value_:.1f}" in printed

@@ -1,0 +1,250 @@
+"""StructureDiscoveryRegressor / Classifier: recovery of planted subspaces."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+from sklearn.utils._testing import assert_allclose
+
+from skderand import StructureDiscoveryClassifier, StructureDiscoveryRegressor
+
+
+def projection_distance(B, U):
+    """``||P_B - P_U||_2``: the sine of the largest principal angle."""
+    qb = np.linalg.qr(np.asarray(B).T)[0]
+    qu = np.linalg.qr(np.asarray(U).T)[0]
+    return np.linalg.norm(qb @ qb.T - qu @ qu.T, 2)
+
+
+def _relu(t):
+    return np.maximum(t, 0.0)
+
+
+TEACHERS = {
+    "relu": (1, lambda z: _relu(z[:, 0])),
+    "square": (1, lambda z: z[:, 0] ** 2),
+    "tanh+square": (2, lambda z: np.tanh(z[:, 0]) + 0.5 * z[:, 1] ** 2),
+    "product": (2, lambda z: z[:, 0] * z[:, 1]),
+    "relu3": (3, lambda z: _relu(z[:, :3]).sum(axis=1)),
+}
+
+
+def _teacher(name, seed, d=10, n=2000, noise=0.1):
+    k, link = TEACHERS[name]
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((d, k)))[0].T
+    X = rng.standard_normal((n, d))
+    return X, link(X @ U.T) + noise * rng.standard_normal(n), U
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize("name", list(TEACHERS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_planted_subspace_and_its_dimension(name, seed):
+    # Even links and products, where SIR fails, included; "auto" must find k.
+    X, y, U = _teacher(name, seed)
+    est = _fit(
+        StructureDiscoveryRegressor(hidden_layer_sizes=16, random_state=seed), X, y
+    )
+    assert est.certified_
+    assert est.n_components_ == U.shape[0]
+    assert projection_distance(est.subspace_, U) <= 0.15
+    assert est.score(X, y) > 0.9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(TEACHERS))
+@pytest.mark.parametrize("seed", range(2, 7))
+def test_recovers_planted_subspace_seed_sweep(name, seed):
+    X, y, U = _teacher(name, seed, d=30, n=3000)
+    est = _fit(StructureDiscoveryRegressor(random_state=seed), X, y)
+    assert est.n_components_ == U.shape[0]
+    assert projection_distance(est.subspace_, U) <= 0.15
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whitening_recovers_subspace_of_correlated_shifted_inputs(seed):
+    # x = A g + shift with g ~ N(0, I) and an ill-conditioned A; y depends on
+    # V g, i.e. on x through the rows of V A^{-1}: that is the subspace to find,
+    # in the user's coordinates, after the internal whitening.
+    rng = np.random.default_rng(seed)
+    d, n = 10, 3000
+    A = rng.standard_normal((d, d)) @ np.diag(np.geomspace(0.1, 10.0, d))
+    G = rng.standard_normal((n, d))
+    X = G @ A.T + 5.0 * rng.standard_normal(d)
+    V = np.linalg.qr(rng.standard_normal((d, 2)))[0].T
+    U = V @ np.linalg.inv(A)
+    Z = G @ V.T
+    y = np.tanh(Z[:, 0]) + Z[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    est = _fit(
+        StructureDiscoveryRegressor(
+            hidden_layer_sizes=16, n_components=2, random_state=seed
+        ),
+        X,
+        y,
+    )
+    assert est.n_components_ == 2
+    assert projection_distance(est.subspace_, U) <= 0.15
+    # Exposed in input coordinates: predict from coefs_, transform from subspace_.
+    assert_allclose(est.transform(X), (X - X.mean(axis=0)) @ est.subspace_.T)
+    assert_allclose(est.subspace_ @ est.subspace_.T, np.eye(2), atol=1e-10)
+
+
+def test_multi_output_and_pseudo_huber_with_outliers():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 8))
+    U = np.linalg.qr(rng.standard_normal((8, 2)))[0].T
+    Z = X @ U.T
+    Y = np.column_stack([_relu(Z[:, 0]), Z[:, 1] ** 2])
+    Y += 0.1 * rng.standard_normal(Y.shape)
+    Y[rng.choice(2000, 40, replace=False)] += 50.0  # gross outliers
+    est = _fit(
+        StructureDiscoveryRegressor(
+            loss="pseudo_huber", hidden_layer_sizes=16, random_state=0
+        ),
+        X,
+        Y,
+    )
+    assert est.predict(X).shape == (2000, 2)
+    # n_components is fixed: with one link much flatter than the other (s_2
+    # about 0.3 s_1 here) the 0.1 s_1 floor of "auto" can hide the second one.
+    assert projection_distance(est.subspace_, U) <= 0.15
+
+
+def test_singular_values_show_the_gap_and_attributes_are_consistent():
+    X, y, U = _teacher("product", 0, d=12)
+    est = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
+    s = est.singular_values_
+    assert s.shape == (8,)
+    assert np.all(np.diff(s) <= 0)
+    assert s[2] < 0.2 * s[1]
+    # The network in input coordinates reproduces predict.
+    a = np.tanh(X @ est.coefs_[0] + est.intercepts_[0])
+    assert_allclose(est.predict(X), (a @ est.coefs_[1] + est.intercepts_[1]).ravel())
+    fixed = _fit(
+        StructureDiscoveryRegressor(
+            hidden_layer_sizes=8, n_components=3, random_state=0
+        ),
+        X,
+        y,
+    )
+    assert fixed.subspace_.shape == (3, 12)
+    assert fixed.get_feature_names_out().tolist() == [
+        "structurediscoveryregressor0",
+        "structurediscoveryregressor1",
+        "structurediscoveryregressor2",
+    ]
+
+
+def test_n_init_keeps_the_best_restart_and_runs_in_parallel():
+    X, y, _ = _teacher("tanh+square", 0, d=8, n=1000)
+    one = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
+    three = _fit(
+        StructureDiscoveryRegressor(
+            hidden_layer_sizes=8, n_init=3, n_jobs=2, random_state=0
+        ),
+        X,
+        y,
+    )
+    # The first of the three seeds is the single run's seed.
+    assert three.loss_ <= one.loss_ + 1e-12
+
+
+def test_transform_in_pipeline_with_pandas_output():
+    pd = pytest.importorskip("pandas")
+    X, y, _ = _teacher("relu", 0, d=6, n=500)
+    Xdf = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
+    pipe = make_pipeline(
+        StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0)
+    ).set_output(transform="pandas")
+    out = pipe.fit_transform(Xdf, y)
+    assert list(out.columns) == ["structurediscoveryregressor0"]
+
+
+def test_convergence_warning_names_the_parameter():
+    X, y, _ = _teacher("relu", 0, d=5, n=200)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        est = StructureDiscoveryRegressor(max_iter=3, random_state=0).fit(X, y)
+    assert not est.certified_
+
+
+def test_input_is_not_modified():
+    X, y, _ = _teacher("relu", 0, d=5, n=300)
+    X_copy, y_copy = X.copy(), y.copy()
+    est = StructureDiscoveryRegressor(hidden_layer_sizes=4, random_state=0).fit(X, y)
+    est.predict(X)
+    est.transform(X)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(y, y_copy)
+
+
+def test_constant_and_duplicated_features_give_finite_results():
+    X, y, _ = _teacher("relu", 0, d=4, n=500)
+    X = np.column_stack([X, np.full(500, 3.0), X[:, 0]])
+    est = StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.subspace_))
+    assert np.all(np.isfinite(est.predict(X)))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"n_components": 7}, "n_components=7 is larger"),
+        ({"hidden_layer_sizes": (4, 0)}, "hidden_layer_sizes"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"activation": "relu"}, "activation"),
+    ],
+)
+def test_bad_parameters_raise(params, match):
+    X, y, _ = _teacher("relu", 0, d=5, n=50)
+    est = StructureDiscoveryRegressor(**{"hidden_layer_sizes": (6,), **params})
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, y)
+
+
+def test_bad_input_raises():
+    X, y, _ = _teacher("relu", 0, d=5, n=50)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        StructureDiscoveryRegressor().fit(X_nan, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        StructureDiscoveryRegressor().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="could not convert|numeric"):
+        StructureDiscoveryRegressor().fit(X, np.array(["a"] * 50, dtype=object))
+    with pytest.raises(ValueError, match="only one class"):
+        StructureDiscoveryClassifier().fit(X, np.zeros(50))
+    est = StructureDiscoveryRegressor(hidden_layer_sizes=4, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.transform(X[:, :3])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_recovers_subspace(n_classes):
+    rng = np.random.default_rng(n_classes)
+    X = rng.standard_normal((2000, 8))
+    U = np.linalg.qr(rng.standard_normal((8, 2)))[0].T
+    Z = X @ U.T
+    if n_classes == 2:
+        y = np.where(Z[:, 0] * Z[:, 1] > 0, "same", "different")
+    else:
+        y = np.digitize(Z[:, 0] ** 2 + np.tanh(2 * Z[:, 1]), [0.5, 1.5])
+    clf = _fit(
+        StructureDiscoveryClassifier(hidden_layer_sizes=16, random_state=0), X, y
+    )
+    proba = clf.predict_proba(X)
+    assert proba.shape == (2000, n_classes)
+    assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X, y) > 0.9
+    assert clf.n_components_ == 2
+    assert projection_distance(clf.subspace_, U) <= 0.15
