@@ -186,6 +186,16 @@ def graph_to_adjacency(graph, weight="weight"):
     -------
     adjacency : scipy.sparse.csr_matrix of shape (n, n)
         Rows and columns follow ``list(graph.nodes)``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from skderand.maxcut import graph_to_adjacency
+    >>> graph = nx.Graph([("a", "b", {"weight": 2.0}), ("b", "c", {"weight": -1.0})])
+    >>> graph_to_adjacency(graph).toarray()
+    array([[ 0.,  2.,  0.],
+           [ 2.,  0., -1.],
+           [ 0., -1.,  0.]])
     """
     if not _is_networkx_graph(graph):
         raise TypeError(f"expected a networkx graph, got {type(graph).__name__}.")
