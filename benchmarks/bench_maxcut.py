@@ -152,7 +152,7 @@ def main(argv=None):
         print("cvxpy not installed: no SCS anchor.")
         return
     print("\ncvxpy + SCS Goemans-Williamson SDP (time anchor):")
-    for name in args.cvxpy_graphs.split(","):
+    for name in [g for g in args.cvxpy_graphs.split(",") if g]:
         A = read_gset(GSET / f"{name}.txt")
         value, seconds = cvxpy_gw(A)
         mc = DeterministicMaxCut(affinity="precomputed").fit(A)

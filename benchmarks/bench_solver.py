@@ -86,7 +86,7 @@ PROBLEMS = [
     ("factorization 40x30 r=3", lambda: matrix_factorization(40, 30, 3)),
     ("tanh net n=500 d=10 h=16", lambda: tanh_network(500, 10, 16)),
     ("factorization 200x150 r=5", lambda: matrix_factorization(200, 150, 5)),
-    ("tanh net n=2000 d=50 h=64", lambda: tanh_network(2000, 50, 64)),
+    ("tanh net n=2000 d=20 h=32", lambda: tanh_network(2000, 20, 32)),
     ("factorization 1000x800 r=10", lambda: matrix_factorization(1000, 800, 10)),
     ("double well n=100000", lambda: double_well(100_000)),
 ]
@@ -95,7 +95,7 @@ PROBLEMS = [
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two smallest problems")
-    parser.add_argument("--max-iter", type=int, default=50_000)
+    parser.add_argument("--max-iter", type=int, default=20_000)
     parser.add_argument("--tol", type=float, default=1e-6)
     args = parser.parse_args()
     problems = PROBLEMS[:2] if args.quick else PROBLEMS

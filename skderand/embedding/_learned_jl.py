@@ -279,6 +279,12 @@ class LearnedJLTransformer(
         # C order: the same BLAS paths (hence bit-identical fits) for every layout.
         Xc = np.ascontiguousarray(Xd, dtype=np.float64)
         Xc = Xc - Xc.mean(axis=0)
+        # Distance ratios do not depend on the data's scale either; working at
+        # unit scale keeps squared distances of 1e-150-sized data from
+        # underflowing (and of 1e150-sized data from overflowing).
+        data_scale = np.abs(Xc).max()
+        if data_scale > 0:
+            Xc /= data_scale
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
         # Training distances only see the map on the span of the centred data:
@@ -377,9 +383,11 @@ class LearnedJLTransformer(
                 result["min_hessian_eig"] = res.min_hessian_eig
                 if not res.success:
                     result["warning"] = (
-                        f"The certificate of the final stage failed ({res.message}) "
-                        f"Increase max_iter (now {self.max_iter}) or loosen tol "
-                        f"(now {self.tol})."
+                        "The certificate of the final stage failed (gradient norm "
+                        f"{res.grad_norm:.3e}, tol {self.tol:.1e}; smallest Hessian "
+                        f"eigenvalue {res.min_hessian_eig:.3e}, curvature_tol "
+                        f"{np.sqrt(self.tol):.1e}). Increase max_iter (now "
+                        f"{self.max_iter}) or loosen tol."
                     )
         fit = self._finish(result, best, basis, complement)
         if k >= rank and fit["distortion"] > 0:
