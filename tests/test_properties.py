@@ -1,0 +1,124 @@
+"""Property-based tests: invariants that must hold on every small random instance."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skderand import (
+    DeterministicMaxCut,
+    LearnedJLTransformer,
+    StructureDiscoveryRegressor,
+)
+from skderand.optimize import sosp_certificate
+
+SETTINGS = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,  # the same examples on every run: CI must be reproducible
+)
+
+
+@st.composite
+def weighted_graphs(draw, max_vertices=9):
+    n = draw(st.integers(2, max_vertices))
+    weights = draw(
+        st.lists(
+            st.integers(-3, 4), min_size=n * (n - 1) // 2, max_size=n * (n - 1) // 2
+        )
+    )
+    adjacency = np.zeros((n, n))
+    adjacency[np.triu_indices(n, 1)] = weights
+    return adjacency + adjacency.T
+
+
+def _cut(adjacency, labels):
+    side = np.asarray(labels) == 1
+    return adjacency[np.ix_(side, ~side)].sum()
+
+
+@SETTINGS
+@given(weighted_graphs())
+def test_maxcut_labels_valid_and_cut_below_bound(adjacency):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DeterministicMaxCut(affinity="precomputed").fit(adjacency)
+    n = len(adjacency)
+    assert est.labels_.shape == (n,) and set(np.unique(est.labels_)) <= {0, 1}
+    assert est.cut_value_ == pytest.approx(_cut(adjacency, est.labels_), abs=1e-9)
+    optimum = max(
+        _cut(adjacency, np.array((0,) + bits))
+        for bits in itertools.product((0, 1), repeat=n - 1)
+    )
+    assert est.cut_value_ <= optimum + 1e-9
+    assert optimum <= est.upper_bound_ + 1e-6
+
+
+@st.composite
+def smooth_problems(draw):
+    """``0.5 x'Ax + c' cos(x)``: exact gradient and Hessian known in closed form."""
+    n = draw(st.integers(1, 12))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, n))
+    a = (q + q.T) / 2
+    c = rng.standard_normal(n)
+    x = rng.standard_normal(n)
+    return a, c, x
+
+
+@SETTINGS
+@given(smooth_problems())
+def test_certificate_numbers_match_their_definitions(problem):
+    a, c, x = problem
+
+    def fun(z):
+        return 0.5 * z @ a @ z + c @ np.cos(z), a @ z - c * np.sin(z)
+
+    def hessp(z, v):
+        return a @ v - c * np.cos(z) * v
+
+    hessian = a - np.diag(c * np.cos(x))
+    exact_min_eig = np.linalg.eigvalsh(hessian)[0]
+    exact_grad_norm = np.linalg.norm(a @ x - c * np.sin(x))
+    for cert in (sosp_certificate(fun, x, hessp=hessp), sosp_certificate(fun, x)):
+        assert cert.grad_norm == pytest.approx(exact_grad_norm, rel=1e-12)
+        assert cert.min_hessian_eig == pytest.approx(exact_min_eig, abs=1e-6)
+        assert cert.success == (
+            cert.grad_norm <= cert.tol and cert.min_hessian_eig >= -cert.curvature_tol
+        )
+
+
+@SETTINGS
+@given(
+    st.integers(8, 30),
+    st.integers(3, 12),
+    st.integers(1, 4),
+    st.integers(0, 2**31 - 1),
+)
+def test_learned_map_never_worse_than_its_start(n_samples, n_features, k, seed):
+    X = np.random.default_rng(seed).standard_normal((n_samples, n_features))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = LearnedJLTransformer(n_components=k, random_state=seed).fit(X)
+    assert est.distortion_ <= est.initial_distortion_ + 1e-12
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(st.integers(20, 60), st.integers(2, 6), st.integers(0, 2**31 - 1))
+def test_subspace_orthonormal_and_transform_is_the_projection(n, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.uniform(0.5, 3, d) + rng.standard_normal(d)
+    y = np.tanh(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = StructureDiscoveryRegressor(
+            hidden_layer_sizes=(4,), max_iter=200, random_state=0
+        ).fit(X, y)
+    B = est.subspace_
+    np.testing.assert_allclose(B @ B.T, np.eye(len(B)), atol=1e-10)
+    np.testing.assert_allclose(est.transform(X), (X - X.mean(axis=0)) @ B.T, atol=1e-9)
