@@ -18,22 +18,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from skderand.optimize import minimize_sosp
+from skderand.optimize._problems import double_well, matrix_factorization
 
 
-def matrix_factorization(m, n, rank, seed=0):
-    """``0.5 * ||U V^T - M||^2``; U = V = 0 is a strict saddle."""
-    rng = np.random.default_rng(seed)
-    target = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
-    target /= np.linalg.norm(target, 2)  # unit top singular value: comparable scales
-
-    def fun(z):
-        u = z[: m * rank].reshape(m, rank)
-        v = z[m * rank :].reshape(n, rank)
-        residual = u @ v.T - target
-        grad = np.concatenate([(residual @ v).ravel(), (residual.T @ u).ravel()])
-        return 0.5 * np.sum(residual**2), grad
-
-    return fun, np.zeros((m + n) * rank)
+def factorization_problem(m, n, rank):
+    """The factorization of a unit-scale rank-``rank`` matrix, started at zero."""
+    fun, _, n_vars = matrix_factorization(m, n, rank, unit_scale=True)
+    return fun, np.zeros(n_vars)
 
 
 def tanh_network(n_samples, n_features, width, decay=1e-3, seed=0):
@@ -73,22 +64,18 @@ def tanh_network(n_samples, n_features, width, decay=1e-3, seed=0):
     return fun, np.zeros(n_w + 2 * width)
 
 
-def double_well(n):
-    """``sum((x**2 - 1)**2) / 4`` started at the origin: Hessian -I there."""
-
-    def fun(x):
-        return np.sum((x**2 - 1) ** 2) / 4, x**3 - x
-
-    return fun, np.zeros(n)
+def double_well_problem(n):
+    """The separable double well started at the origin, where the Hessian is -I."""
+    return double_well, np.zeros(n)
 
 
 PROBLEMS = [
-    ("factorization 40x30 r=3", lambda: matrix_factorization(40, 30, 3)),
+    ("factorization 40x30 r=3", lambda: factorization_problem(40, 30, 3)),
     ("tanh net n=500 d=10 h=16", lambda: tanh_network(500, 10, 16)),
-    ("factorization 200x150 r=5", lambda: matrix_factorization(200, 150, 5)),
+    ("factorization 200x150 r=5", lambda: factorization_problem(200, 150, 5)),
     ("tanh net n=2000 d=20 h=32", lambda: tanh_network(2000, 20, 32)),
-    ("factorization 1000x800 r=10", lambda: matrix_factorization(1000, 800, 10)),
-    ("double well n=100000", lambda: double_well(100_000)),
+    ("factorization 1000x800 r=10", lambda: factorization_problem(1000, 800, 10)),
+    ("double well n=100000", lambda: double_well_problem(100_000)),
 ]
 
 

@@ -9,21 +9,7 @@ from skderand.embedding._demo import demo_learned_jl
 from skderand.maxcut._demo import add_maxcut_parser, demo_maxcut, run_maxcut
 from skderand.neural._demo import demo_structure_discovery
 from skderand.optimize import minimize_sosp
-
-
-def _matrix_factorization(m, n, rank, seed):
-    """``0.5 * ||U V^T - M||^2``: every point with U = V = 0 is a strict saddle."""
-    rng = np.random.default_rng(seed)
-    target = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
-
-    def fun(z):
-        u = z[: m * rank].reshape(m, rank)
-        v = z[m * rank :].reshape(n, rank)
-        residual = u @ v.T - target
-        grad = np.concatenate([(residual @ v).ravel(), (residual.T @ u).ravel()])
-        return 0.5 * np.sum(residual**2), grad
-
-    return fun, (m + n) * rank
+from skderand.optimize._problems import matrix_factorization
 
 
 def demo_solver():
@@ -34,7 +20,7 @@ def demo_solver():
         "started exactly at the strict saddle U = V = 0 (gradient zero), where plain\n"
         "gradient descent or L-BFGS would stay forever."
     )
-    fun, n_vars = _matrix_factorization(60, 40, 3, seed=0)
+    fun, _, n_vars = matrix_factorization(60, 40, 3, seed=0)
     header = (
         f"{'method':>7} {'objective':>11} {'grad norm':>10} {'min eig':>10} "
         f"{'escapes':>7} {'nfev':>6} {'time s':>7} certified"

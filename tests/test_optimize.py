@@ -6,27 +6,9 @@ from scipy.optimize import minimize, rosen, rosen_der, rosen_hess_prod
 from sklearn.exceptions import ConvergenceWarning
 
 from skderand.optimize import minimize_sosp, sosp_certificate
+from skderand.optimize._problems import double_well, matrix_factorization
 
 METHODS = ["lbfgs", "pgd"]
-
-
-def matrix_factorization(m, n, rank, seed):
-    """``0.5 * ||U V^T - M||^2`` with a planted rank-``rank`` target ``M``."""
-    rng = np.random.default_rng(seed)
-    target = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
-
-    def fun(z):
-        u = z[: m * rank].reshape(m, rank)
-        v = z[m * rank :].reshape(n, rank)
-        residual = u @ v.T - target
-        grad = np.concatenate([(residual @ v).ravel(), (residual.T @ u).ravel()])
-        return 0.5 * np.sum(residual**2), grad
-
-    return fun, target, (m + n) * rank
-
-
-def double_well(x):
-    return np.sum((x**2 - 1) ** 2) / 4, x**3 - x
 
 
 def dense_hessian(fun, x, h=1e-6):
