@@ -65,6 +65,10 @@ ax.plot(steps, history["expected_cut"], color="C0")
 ax.axhline(mc.expected_gw_cut_, color="C1", ls="--", label="expected GW cut")
 ax.axhline(mc.cut_value_, color="C2", ls=":", label="final cut sign(mu)")
 ax.set(xlabel="L-BFGS iteration", ylabel="smoothed expected cut")
+# Keep the expected GW line inside the axes, not on its bottom edge.
+low = min(mc.expected_gw_cut_, history["expected_cut"].min())
+high = max(mc.cut_value_, history["expected_cut"].max())
+ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
 ax.legend(loc="lower right")
 
 ax = axes[1]
@@ -79,6 +83,6 @@ ax.axvline(mc.expected_gw_cut_, color="C1", ls="--", label="expected GW cut")
 ax.axvline(mc.cut_value_, color="C2", lw=2, label="derandomized cut")
 ax.axvline(mc.upper_bound_, color="k", lw=1, label="certified upper bound")
 ax.set(xlabel="cut value", ylabel="count")
-ax.legend(loc="upper left", fontsize="small")
+ax.legend(loc="upper right", fontsize="small", framealpha=0.95)
 fig.tight_layout()
 plt.show()

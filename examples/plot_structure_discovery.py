@@ -65,6 +65,7 @@ extent = 1.1 * np.abs(final.coefs_[0]).max()
 ax_rows.plot([-extent * u[0], extent * u[0]], [-extent * u[1], extent * u[1]], "k--")
 ax_rows.set_aspect("equal")
 ax_rows.set_title("rows of W (dashed: span(u))")
+ax_rows.set(xlabel="weight on x[0]", ylabel="weight on x[1]")
 ax_rows.legend(fontsize=7, loc="lower right")
 
 sv = np.array([est.singular_values_ for est in fits])
