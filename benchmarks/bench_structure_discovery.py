@@ -35,6 +35,7 @@ from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
 
 from skderand import StructureDiscoveryRegressor
+from skderand.neural._metrics import projection_distance
 from skderand.neural._structure_discovery import _n_components_auto
 
 SIZES = [(20, 2000), (50, 2000), (100, 4000)]
@@ -51,13 +52,6 @@ TEACHERS = {
     "(u1.x)(u2.x)": (2, lambda z: z[:, 0] * z[:, 1]),
     "sum_i<=3 relu(ui.x)": (3, lambda z: _relu(z[:, :3]).sum(axis=1)),
 }
-
-
-def projection_distance(B, U):
-    """``||P_B - P_U||_2`` for row bases ``B`` and ``U`` of equal dimension."""
-    qb = np.linalg.qr(np.asarray(B).T)[0]
-    qu = np.linalg.qr(np.asarray(U).T)[0]
-    return float(np.linalg.norm(qb @ qb.T - qu @ qu.T, 2))
 
 
 def _whiten(X):

@@ -9,13 +9,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._testing import assert_allclose
 
 from skderand import StructureDiscoveryClassifier, StructureDiscoveryRegressor
-
-
-def projection_distance(B, U):
-    """``||P_B - P_U||_2``: the sine of the largest principal angle."""
-    qb = np.linalg.qr(np.asarray(B).T)[0]
-    qu = np.linalg.qr(np.asarray(U).T)[0]
-    return np.linalg.norm(qb @ qb.T - qu @ qu.T, 2)
+from skderand.neural._metrics import projection_distance
 
 
 def _relu(t):
@@ -248,3 +242,15 @@ def test_classifier_recovers_subspace(n_classes):
     assert clf.score(X, y) > 0.9
     assert clf.n_components_ == 2
     assert projection_distance(clf.subspace_, U) <= 0.15
+
+
+def test_projection_distance_is_the_sine_of_the_largest_principal_angle():
+    e = np.eye(3)
+    assert projection_distance(e[:1], 5 * e[:1]) == pytest.approx(0.0, abs=1e-12)
+    assert projection_distance(e[:1], e[1:2]) == pytest.approx(1.0)
+    tilted = np.array([[np.cos(0.3), np.sin(0.3), 0.0]])
+    assert projection_distance(e[:1], tilted) == pytest.approx(np.sin(0.3))
+    # Bases need not be orthonormal: the span is what counts.
+    assert projection_distance(e[:2], [[1, 1, 0], [1, -2, 0]]) == pytest.approx(
+        0.0, abs=1e-12
+    )

@@ -6,13 +6,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from skderand.neural._metrics import projection_distance
 from skderand.neural._structure_discovery import StructureDiscoveryRegressor
-
-
-def _projection_distance(B, U):
-    qb = np.linalg.qr(B.T)[0]
-    qu = np.linalg.qr(U.T)[0]
-    return np.linalg.norm(qb @ qb.T - qu @ qu.T, 2)
 
 
 def demo_structure_discovery():
@@ -48,7 +43,7 @@ def demo_structure_discovery():
         top = " ".join(f"{s:.3f}" for s in est.singular_values_[: k + 2])
         print(
             f"{name:<21} {k:>2} {est.n_components_:>5} "
-            f"{_projection_distance(est.subspace_, U):>8.3f} "
+            f"{projection_distance(est.subspace_, U):>8.3f} "
             f"{est.score(X, y):>6.3f} {est.grad_norm_:>9.1e} "
             f"{est.min_hessian_eig_:>9.1e} {elapsed:>6.1f}  {top}"
         )
