@@ -242,15 +242,16 @@ def test_same_seed_is_bit_identical_across_n_jobs_and_backends(cls):
 
 
 @params
-def test_fit_leaves_global_state_alone(cls):
-    # With an explicit seed nothing global is touched. (With random_state=None,
-    # scikit-learn's convention is to draw from numpy's global generator, so that
-    # np.random.seed makes a fit reproducible; we keep that convention.)
+@pytest.mark.parametrize("random_state", [0, None])
+def test_fit_leaves_global_state_alone(cls, random_state):
+    # Neither with a seed nor with random_state=None does fitting draw from (and
+    # so advance) numpy's global generator: None seeds from the operating system.
+    # Nor does it leave BLAS thread limits changed.
     X, y = _data(cls)
     np.random.seed(123)  # noqa: NPY002 (the legacy global state is the point)
     state = np.random.get_state()  # noqa: NPY002
     blas_before = [(p["internal_api"], p["num_threads"]) for p in threadpool_info()]
-    _fit(_make(cls), X, y)
+    _fit(_make(cls, random_state=random_state), X, y)
     after = np.random.get_state()  # noqa: NPY002
     assert state[0] == after[0] and np.array_equal(state[1], after[1])
     assert state[2:] == after[2:]

@@ -11,11 +11,12 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from skderand._random import check_random_state
 from skderand._sklearn_compat import (
     Interval,
     StrOptions,
@@ -125,7 +126,9 @@ class LearnedJLTransformer(
         ``inverse_components_``; otherwise :meth:`inverse_transform` computes it.
     random_state : int, RandomState instance or None, default=None
         Seeds the starting Gaussian projection, the sampled pairs and the
-        certificate's Lanczos vectors. Pass an int for reproducible output.
+        certificate's Lanczos vectors. Pass an int for reproducible output;
+        ``None`` seeds from the operating system on every fit (numpy's global
+        generator is never drawn from).
     verbose : int, default=0
         Print the distortion and the certificate after each stage.
 

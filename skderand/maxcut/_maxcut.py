@@ -11,9 +11,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
-from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from skderand._random import check_random_state
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
@@ -120,7 +120,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Moves of the tabu search; ``None`` means ``20 * n_vertices``.
     random_state : int, RandomState instance or None, default=0
         Seeds the SDP start, the perturbation of ``mu`` and the tabu tenures. The
-        default fixed seed makes the cut the same on every call.
+        default fixed seed makes the cut the same on every call; ``None`` seeds
+        from the operating system on every fit (numpy's global generator is
+        never drawn from).
     verbose : int, default=0
         Prints each stage of the rounding with its certificate.
 

@@ -23,12 +23,12 @@ from sklearn.base import (
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from skderand._random import check_random_state
 from skderand._sklearn_compat import (
     Interval,
     StrOptions,
@@ -341,7 +341,8 @@ _COMMON_PARAMETERS_DOC = """
         context.
     random_state : int, RandomState instance or None, default=None
         Seeds the initializations and the solver. Pass an int for reproducible
-        results.
+        results; ``None`` seeds from the operating system on every fit (numpy's
+        global generator is never drawn from).
     verbose : int, default=0
         ``1`` prints the objective and certificate of every restart; ``2`` and
         more also print the solver's progress."""

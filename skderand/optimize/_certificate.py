@@ -13,7 +13,8 @@ import numbers
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 from scipy.optimize import OptimizeResult
-from sklearn.utils import check_random_state
+
+from skderand._random import check_random_state
 
 __all__ = ["sosp_certificate"]
 
@@ -161,16 +162,6 @@ def _certify(objective, x, *, tol, curvature_tol, rng, max_lanczos_iter, lanczos
     )
 
 
-def _check_rng(random_state):
-    """A ``RandomState`` from ``random_state``; numpy ``Generator`` objects pass as is.
-
-    Both expose the ``standard_normal`` and ``uniform`` methods used here.
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return check_random_state(random_state)
-
-
 def _check_tolerances(tol, curvature_tol):
     if not isinstance(tol, numbers.Real) or not tol > 0:
         raise ValueError(f"tol must be a positive number, got {tol!r}.")
@@ -239,6 +230,8 @@ def sosp_certificate(
     random_state : int, RandomState or Generator instance, or None, default=0
         Seeds the Lanczos start vector. A random start is essential: a structured
         one (such as all ones) can be orthogonal to the negative-curvature direction.
+        ``None`` seeds from the operating system (never from numpy's global
+        generator).
 
     Returns
     -------
@@ -273,7 +266,7 @@ def sosp_certificate(
         x,
         tol=tol,
         curvature_tol=curvature_tol,
-        rng=_check_rng(random_state),
+        rng=check_random_state(random_state),
         max_lanczos_iter=max_lanczos_iter,
         lanczos_rtol=lanczos_rtol,
     )

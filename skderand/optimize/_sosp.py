@@ -18,9 +18,9 @@ import numpy as np
 from scipy.optimize import OptimizeResult, minimize
 from sklearn.exceptions import ConvergenceWarning
 
+from skderand._random import check_random_state
 from skderand.optimize._certificate import (
     _certify,
-    _check_rng,
     _check_tolerances,
     _check_x,
     _Objective,
@@ -382,7 +382,8 @@ def minimize_sosp(
         Maximum number of iterations (gradient steps for ``"pgd"``, L-BFGS
         iterations for ``"lbfgs"``).
     random_state : int, RandomState or Generator instance, or None, default=None
-        Seeds the perturbations and the Lanczos start vectors.
+        Seeds the perturbations and the Lanczos start vectors. ``None`` seeds
+        from the operating system (never from numpy's global generator).
     callback : callable, default=None
         Called after each iteration with an ``OptimizeResult`` holding ``x``,
         ``fun``, ``grad_norm`` and ``nit``. Raise ``StopIteration`` in it to stop.
@@ -477,7 +478,7 @@ def minimize_sosp(
 
     objective = _Objective(fun, x.size, hessp)
     objective(x)  # validate fun's output at the start, before any work
-    rng = _check_rng(random_state)
+    rng = check_random_state(random_state)
     progress = _Progress(method, callback, verbose, max_iter)
     solver = {"lbfgs": _lbfgs_sosp, "pgd": _pgd_sosp}[method]
     n_escapes = 0
