@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy import sparse
 from sklearn.datasets import make_blobs
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from skderand import DeterministicMaxCut
@@ -144,12 +143,6 @@ def test_weight_scale_invariance():
     np.testing.assert_array_equal(mc.labels_, scaled.labels_)
     assert scaled.cut_value_ == pytest.approx(1000.0 * mc.cut_value_, rel=1e-12)
     assert scaled.upper_bound_ == pytest.approx(1000.0 * mc.upper_bound_, rel=1e-6)
-
-
-def test_convergence_warning_names_the_parameter():
-    A = gnp(30, 0.4, 0)
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        fit(A, max_iter=1, max_stages=1)
 
 
 # ------------------------------------------------------------- closed form

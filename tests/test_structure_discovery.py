@@ -162,13 +162,6 @@ def test_transform_in_pipeline_with_pandas_output():
     assert list(out.columns) == ["structurediscoveryregressor0"]
 
 
-def test_convergence_warning_names_the_parameter():
-    X, y, _ = _teacher("relu", 0, d=5, n=200)
-    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
-        est = StructureDiscoveryRegressor(max_iter=3, random_state=0).fit(X, y)
-    assert not est.certified_
-
-
 def test_input_is_not_modified():
     X, y, _ = _teacher("relu", 0, d=5, n=300)
     X_copy, y_copy = X.copy(), y.copy()

@@ -5,6 +5,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg, sparse
+from scipy.optimize import OptimizeResult
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -152,14 +153,20 @@ class LearnedJLTransformer(
     n_iter_ : int
         Solver iterations over all stages.
     grad_norm_ : float
-        Gradient norm of the surrogate at the returned point (final stage).
+        Certificate: gradient norm of the surrogate at the returned map, on the
+        sharpness and pairs of the stage that produced it (the final stage,
+        unless an earlier one ended with a smaller distortion; NaN if no stage
+        improved on the random start).
     min_hessian_eig_ : float
-        Smallest Hessian eigenvalue of the surrogate there (Lanczos). Together
-        with ``grad_norm_`` it certifies a second-order stationary point of the
-        *smooth surrogate* at the final sharpness on the final set of pairs; it
-        does not certify a global optimum of the worst-case distortion. The
-        surrogate is invariant under the map's overall scale except for the
-        centring term, so one eigenvalue is small but not negative.
+        Certificate: smallest Hessian eigenvalue of the same surrogate there
+        (Lanczos). With ``grad_norm_`` it certifies a second-order stationary
+        point of the *smooth surrogate*; it does not certify a global optimum of
+        the worst-case distortion. The surrogate is invariant under the map's
+        overall scale except for the centring term, so one eigenvalue is small
+        but not negative.
+    certified_ : bool
+        Whether ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -sqrt(tol)``.
+        A ``ConvergenceWarning`` is raised exactly when this is False.
     inverse_components_ : ndarray of shape (n_features, n_components_)
         Pseudo-inverse of ``components_``, if ``compute_inverse_components``.
     n_features_in_ : int
@@ -315,12 +322,18 @@ class LearnedJLTransformer(
         self.n_iter_ = max(1, fit["n_iter"])
         self.grad_norm_ = fit["grad_norm"]
         self.min_hessian_eig_ = fit["min_hessian_eig"]
+        self.certified_ = fit["certified"]
         if self.compute_inverse_components:
             self.inverse_components_ = self._compute_inverse_components()
         return self
 
     def _fit_dimension(self, basis, pairs, k, seed):
-        """Learn a ``k``-dimensional map: the sharpness stages."""
+        """Learn a ``k``-dimensional map: the sharpness stages.
+
+        Returns the map of least distortion among the start and the stages' end
+        points, with the certificate of the stage that produced it (none for the
+        start), so that the reported certificate is always the returned map's.
+        """
         rng = np.random.RandomState(seed)
         n_features, rank = basis.shape
         derandomized = self.method == "derandomized"
@@ -331,20 +344,28 @@ class LearnedJLTransformer(
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
-        best = (initial, M, r_min, r_max, sigma)
-        result = {
-            "initial_distortion": initial,
-            "n_iter": 0,
-            "grad_norm": np.nan,
-            "min_hessian_eig": np.nan,
-            "warning": None,
-        }
-        if pairs.n_pairs == 0:
-            return self._finish(result, best, basis, complement)
         betas = [
             self.sharpness / 4.0 ** (self.n_stages - 1 - s)
             for s in range(self.n_stages)
         ]
+        if pairs.n_pairs == 0:
+            # No pair to embed: the surrogate is identically zero, so any map is
+            # stationary with zero gradient and zero curvature.
+            best = (initial, M, r_min, r_max, sigma)
+            return self._finish(
+                initial, 0, best, basis, complement, _EMPTY_SURROGATE_CERTIFICATE
+            )
+        if k >= rank:
+            # An isometry of the span exists, W = [I; 0]: all ratios equal, a
+            # global minimum of every stage's surrogate (LSE(t) + LSE(-t) is
+            # smallest at constant t). One stage from it only certifies it.
+            M = np.eye(k, rank)
+            sigma = 0.0
+            r_min, r_max = pairs.extremes(M)
+            betas = betas[-1:]
+        best = (_scale_free(r_min, r_max), M, r_min, r_max, sigma)
+        best_certificate = None
+        n_iter_total = 0
         z = M.ravel()
         if derandomized:
             z = np.append(z, sigma)
@@ -357,16 +378,15 @@ class LearnedJLTransformer(
                 derandomized=derandomized,
                 penalty=self.scale_penalty,
                 max_iter=self.max_iter,
-                # Intermediate stages are warm starts for the next, sharper one:
-                # only the final stage's certificate is reported, so only it
-                # needs the full Lanczos budget. They still need the full
+                # Intermediate stages are warm starts for the next, sharper one,
+                # so they get a smaller Lanczos budget. They still need the full
                 # tolerance: stopped early (10 * tol was measured), they leave
                 # the final stage too far to go (digits k=20: 0.30 against 0.28).
                 tol=self.tol,
                 lanczos=100 if final else 20,
                 rng=rng,
             )
-            result["n_iter"] += n_iter
+            n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
             sigma = abs(z[-1]) if derandomized else 0.0
             r_min, r_max = pairs.extremes(M)
@@ -379,43 +399,50 @@ class LearnedJLTransformer(
                     f"grad norm {res.grad_norm:.2e}, min eig "
                     f"{res.min_hessian_eig:.2e}, {n_iter} iterations"
                 )
-            if distortion < best[0]:
+            # Ties go to the later (sharper, better certified) stage.
+            if distortion <= best[0]:
                 best = (distortion, M, r_min, r_max, sigma)
-            if final:
-                result["grad_norm"] = res.grad_norm
-                result["min_hessian_eig"] = res.min_hessian_eig
-                if not res.success:
-                    result["warning"] = (
-                        "The certificate of the final stage failed (gradient norm "
-                        f"{res.grad_norm:.3e}, tol {self.tol:.1e}; smallest Hessian "
-                        f"eigenvalue {res.min_hessian_eig:.3e}, curvature_tol "
-                        f"{np.sqrt(self.tol):.1e}). Increase max_iter (now "
-                        f"{self.max_iter}) or loosen tol."
-                    )
-        fit = self._finish(result, best, basis, complement)
-        if k >= rank and fit["distortion"] > 0:
-            # An isometry of the span exists: W = [I; 0] has zero distortion.
-            exact = np.eye(k, rank)
-            fit = {
-                **fit,
-                **self._finish({}, (0.0, exact, 1.0, 1.0, 0.0), basis, complement),
-            }
-        return fit
+                best_certificate = res
+        return self._finish(
+            initial, n_iter_total, best, basis, complement, best_certificate
+        )
 
-    @staticmethod
-    def _finish(result, best, basis, complement):
+    def _finish(self, initial, n_iter, best, basis, complement, certificate):
         distortion, W, r_min, r_max, sigma = best
         M = W @ basis.T + complement
         # Calibrate: ratios centred at 1, so the scale-free distortion is the
         # (1 +- eps) distortion of the returned map.
         centre = (r_min + r_max) / 2.0 if np.isfinite(r_min) and r_max > 0 else 1.0
         factor = 1.0 / np.sqrt(centre)
-        return {
-            **result,
+        fit = {
             "components": M * factor,
             "distortion": distortion,
+            "initial_distortion": initial,
             "scale": float(sigma * factor),
+            "n_iter": n_iter,
+            "grad_norm": np.nan,
+            "min_hessian_eig": np.nan,
+            "certified": False,
+            "warning": (
+                "No stage improved on the random starting map, which is returned "
+                f"uncertified. Increase max_iter (now {self.max_iter})."
+            ),
         }
+        if certificate is not None:
+            fit["grad_norm"] = float(certificate.grad_norm)
+            fit["min_hessian_eig"] = float(certificate.min_hessian_eig)
+            fit["certified"] = bool(certificate.success)
+            fit["warning"] = None
+            if not certificate.success:
+                fit["warning"] = (
+                    "The returned map is not a certified second-order stationary "
+                    f"point of its stage's surrogate (gradient norm "
+                    f"{certificate.grad_norm:.3e}, tol {self.tol:.1e}; smallest "
+                    f"Hessian eigenvalue {certificate.min_hessian_eig:.3e}, "
+                    f"curvature tolerance {np.sqrt(self.tol):.1e}). Increase "
+                    f"max_iter (now {self.max_iter}) or loosen tol."
+                )
+        return fit
 
     def _search_dimension(self, basis, pairs, seed):
         """Smallest ``k`` whose learned map reaches ``eps``: doubling, bisection."""
@@ -510,6 +537,13 @@ class LearnedJLTransformer(
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+# With no pair the surrogate is the zero function: its gradient and Hessian are
+# exactly zero everywhere, so every map is a second-order stationary point.
+_EMPTY_SURROGATE_CERTIFICATE = OptimizeResult(
+    grad_norm=0.0, min_hessian_eig=0.0, success=True
+)
 
 
 def _ok(fit, eps):
