@@ -8,7 +8,8 @@ and every fit must satisfy
 - ``certified_`` is the certificate's definition applied to the reported numbers,
   ``grad_norm_ <= tol and min_hessian_eig_ >= -curvature_tol``;
 - a ``ConvergenceWarning`` is raised if and only if ``certified_`` is False;
-- that warning gives advice: it names the parameter to raise.
+- that warning gives advice (it names the parameter to raise) and points at the
+  caller's line.
 
 Each sweep must contain both outcomes, so that neither direction of the "if and
 only if" is checked vacuously.
@@ -128,6 +129,8 @@ def test_convergence_warning_exactly_when_not_certified(cls, seed):
         assert len(caught) == (0 if est.certified_ else 1), context
         if caught:
             assert "max_iter" in str(caught[0].message), context
+            # Attributed to the line that called fit, not to library internals.
+            assert caught[0].filename == __file__, context
         outcomes.add(est.certified_)
     assert outcomes == {True, False}
 

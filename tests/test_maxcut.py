@@ -391,6 +391,9 @@ def test_gset_g11_bound_and_cut():
 
 
 @pytest.mark.slow
+# Also the numerical-hygiene check on every Gset graph: no overflow, division by
+# zero or invalid value while fitting (tests/test_resources.py covers the rest).
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize(
     "name", [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
 )

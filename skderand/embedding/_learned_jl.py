@@ -313,7 +313,8 @@ class LearnedJLTransformer(
                 fit = self._fit_dimension(basis, pairs, self.n_components, seed)
 
         if fit.get("warning"):
-            warnings.warn(fit["warning"], ConvergenceWarning, stacklevel=2)
+            # stacklevel: past this fit and sklearn's _fit_context, to the caller.
+            warnings.warn(fit["warning"], ConvergenceWarning, stacklevel=3)
         self.components_ = fit["components"].astype(dtype, copy=False)
         self.n_components_ = self.components_.shape[0]
         self.distortion_ = fit["distortion"]

@@ -453,7 +453,8 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
                 f"{cert.min_hessian_eig:.2e}; |V| = {info['v_norm']:.2e}). "
                 "Increase max_iter or max_stages.",
                 ConvergenceWarning,
-                stacklevel=3,
+                # Past _fit_graph, fit and sklearn's _fit_context, to the caller.
+                stacklevel=4,
             )
 
         spins = np.where(mu >= 0, 1.0, -1.0)

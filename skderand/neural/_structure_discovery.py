@@ -220,7 +220,8 @@ class _BaseStructureDiscovery(
                 f"after {best.n_iter} iterations (max_iter={self.max_iter}). "
                 "Increase max_iter, or loosen tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                # Past _fit_network, fit and sklearn's _fit_context, to the caller.
+                stacklevel=4,
             )
 
         weights = [np.array(w) for w in best.weights]
