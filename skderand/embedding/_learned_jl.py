@@ -112,7 +112,7 @@ class LearnedJLTransformer(
         whole set are in it. Memory is ``O(working_set * n_components)`` for the
         objective plus the squared distances of all pairs while they fit in
         1 GiB (in float32 beyond 256 MiB; recomputed block by block beyond).
-    max_iter : int, default=300
+    max_iter : int, default=1000
         Maximum number of solver iterations per sharpness stage (shared by the
         stage's working-set rounds, each of at most 40 iterations).
     tol : float, default=1e-2
@@ -244,7 +244,7 @@ class LearnedJLTransformer(
         n_stages=4,
         scale_penalty=0.1,
         working_set=10_000,
-        max_iter=300,
+        max_iter=1000,
         tol=1e-2,
         compute_inverse_components=False,
         random_state=None,
