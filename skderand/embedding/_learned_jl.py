@@ -145,7 +145,9 @@ class LearnedJLTransformer(
         scale-free ``(r_max - r_min) / (r_max + r_min)``: every training pair
         satisfies the ``(1 +- distortion_)`` bound on squared distances.
     initial_distortion_ : float
-        The same for the random Gaussian projection the fit started from.
+        The same for the random Gaussian projection the fit starts from (when
+        ``n_components_`` is at least the rank of the centred data, the fit
+        starts from an exact isometry of their span instead).
     scale_ : float
         Final Gaussian scale of the distribution ``M + scale * E`` in the units
         of ``components_`` (0 for ``method="direct"``). ``n_components_ *
@@ -349,22 +351,22 @@ class LearnedJLTransformer(
             self.sharpness / 4.0 ** (self.n_stages - 1 - s)
             for s in range(self.n_stages)
         ]
+        best = (initial, M, r_min, r_max, sigma)
         if pairs.n_pairs == 0:
             # No pair to embed: the surrogate is identically zero, so any map is
             # stationary with zero gradient and zero curvature.
-            best = (initial, M, r_min, r_max, sigma)
             return self._finish(
                 initial, 0, best, basis, complement, _EMPTY_SURROGATE_CERTIFICATE
             )
         if k >= rank:
             # An isometry of the span exists, W = [I; 0]: all ratios equal, a
             # global minimum of every stage's surrogate (LSE(t) + LSE(-t) is
-            # smallest at constant t). One stage from it only certifies it.
+            # smallest at constant t). One stage from it only certifies it, and
+            # its end point is returned whatever round-off does to the distortion.
             M = np.eye(k, rank)
             sigma = 0.0
-            r_min, r_max = pairs.extremes(M)
             betas = betas[-1:]
-        best = (_scale_free(r_min, r_max), M, r_min, r_max, sigma)
+            best = (np.inf, M, r_min, r_max, sigma)
         best_certificate = None
         n_iter_total = 0
         z = M.ravel()
