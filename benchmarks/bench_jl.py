@@ -31,6 +31,7 @@ from sklearn.random_projection import (
 from skderand import LearnedJLTransformer
 
 N_SEEDS = 20
+N_COMPONENTS = (10, 20, 40)
 
 
 def distortion(X, Y):
@@ -100,7 +101,7 @@ def main(quick=False):
         order = rng.permutation(X.shape[0])
         n_train = int(0.8 * X.shape[0])
         X_train, X_test = X[order[:n_train]], X[order[n_train:]]
-        for k in (10, 20, 40):
+        for k in N_COMPONENTS:
             if k >= X.shape[1]:
                 continue
             jl, t_jl = timed_fit(LearnedJLTransformer(k, random_state=0), X)

@@ -121,6 +121,11 @@ def make_teacher(name, d, n, seed):
     return X, y, U, k
 
 
+def table_teacher(name, d, n):
+    """The table's data for teacher ``name`` at size ``d x n``, with its seed."""
+    return make_teacher(name, d, n, seed=1000 * d + n + list(TEACHERS).index(name))
+
+
 def _timed(fn, *args):
     start = time.perf_counter()
     out = fn(*args)
@@ -144,8 +149,8 @@ def run(sizes, seed, params):
     print("-" * len(header))
     results = []
     for d, n in sizes:
-        for t_index, name in enumerate(TEACHERS):
-            X, y, U, k = make_teacher(name, d, n, seed=1000 * d + n + t_index)
+        for name in TEACHERS:
+            X, y, U, k = table_teacher(name, d, n)
             row = {"d": d, "n": n, "teacher": name}
             cells = []
             for method, fn in methods:

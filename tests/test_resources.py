@@ -27,8 +27,9 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 
+from benchmarks.bench_jl import N_COMPONENTS as JL_N_COMPONENTS
 from benchmarks.bench_jl import datasets as jl_datasets
-from benchmarks.bench_structure_discovery import TEACHERS, make_teacher
+from benchmarks.bench_structure_discovery import TEACHERS, table_teacher
 from skderand import (
     DeterministicMaxCut,
     LearnedJLTransformer,
@@ -39,10 +40,12 @@ from skderand.maxcut import read_gset
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 
 # The target dimensions and methods of bench_jl.main().
-JL_K = (10, 20, 40)
 JL_METHODS = ("direct", "derandomized")
 JL_CASES = [
-    (name, k) for name, X in jl_datasets().items() for k in JL_K if k < X.shape[1]
+    (name, k)
+    for name, X in jl_datasets().items()
+    for k in JL_N_COMPONENTS
+    if k < X.shape[1]
 ]
 
 # The size of bench_structure_discovery.py's table that these tests use.
@@ -132,9 +135,7 @@ def test_learned_jl_on_digits_no_runtime_warning_and_bounded_memory(k):
 
 
 def _teacher(name):
-    """The benchmark's data for ``name`` at d = 50, n = 2000, with its seed."""
-    seed = 1000 * SD_D + SD_N + list(TEACHERS).index(name)
-    X, y, _, _ = make_teacher(name, SD_D, SD_N, seed)
+    X, y, _, _ = table_teacher(name, SD_D, SD_N)
     return X, y
 
 
