@@ -37,21 +37,9 @@ from threadpoolctl import threadpool_limits
 from skderand import StructureDiscoveryRegressor
 from skderand.neural._metrics import projection_distance
 from skderand.neural._structure_discovery import _n_components_auto
+from skderand.neural._teachers import TEACHERS, make_teacher
 
 SIZES = [(20, 2000), (50, 2000), (100, 4000)]
-
-
-def _relu(t):
-    return np.maximum(t, 0.0)
-
-
-TEACHERS = {
-    "relu(u1.x)": (1, lambda z: _relu(z[:, 0])),
-    "(u1.x)^2": (1, lambda z: z[:, 0] ** 2),
-    "tanh(u1.x)+0.5(u2.x)^2": (2, lambda z: np.tanh(z[:, 0]) + 0.5 * z[:, 1] ** 2),
-    "(u1.x)(u2.x)": (2, lambda z: z[:, 0] * z[:, 1]),
-    "sum_i<=3 relu(ui.x)": (3, lambda z: _relu(z[:, :3]).sum(axis=1)),
-}
 
 
 def _whiten(X):
@@ -112,15 +100,6 @@ def ours(X, y, k, seed, **params):
     return est.subspace_
 
 
-def make_teacher(name, d, n, seed):
-    k, link = TEACHERS[name]
-    rng = np.random.default_rng(seed)
-    U = np.linalg.qr(rng.standard_normal((d, k)))[0].T
-    X = rng.standard_normal((n, d))
-    y = link(X @ U.T) + 0.1 * rng.standard_normal(n)
-    return X, y, U, k
-
-
 def table_teacher(name, d, n):
     """The table's data for teacher ``name`` at size ``d x n``, with its seed."""
     return make_teacher(name, d, n, seed=1000 * d + n + list(TEACHERS).index(name))
@@ -150,7 +129,8 @@ def run(sizes, seed, params):
     results = []
     for d, n in sizes:
         for name in TEACHERS:
-            X, y, U, k = table_teacher(name, d, n)
+            X, y, U = table_teacher(name, d, n)
+            k = U.shape[0]
             row = {"d": d, "n": n, "teacher": name}
             cells = []
             for method, fn in methods:
@@ -180,7 +160,8 @@ def run(sizes, seed, params):
 
 def large(seed):
     """Time one fit at n = 100,000, d = 500 on the relu single-index teacher."""
-    X, y, U, k = make_teacher("relu(u1.x)", 500, 100_000, seed)
+    X, y, U = make_teacher("relu(u1.x)", 500, 100_000, seed)
+    k = U.shape[0]
     est = StructureDiscoveryRegressor(random_state=seed)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True):

@@ -29,13 +29,14 @@ from sklearn.exceptions import ConvergenceWarning
 
 from benchmarks.bench_jl import N_COMPONENTS as JL_N_COMPONENTS
 from benchmarks.bench_jl import datasets as jl_datasets
-from benchmarks.bench_structure_discovery import TEACHERS, table_teacher
+from benchmarks.bench_structure_discovery import table_teacher
 from skderand import (
     DeterministicMaxCut,
     LearnedJLTransformer,
     StructureDiscoveryRegressor,
 )
 from skderand.maxcut import read_gset
+from skderand.neural._teachers import TEACHERS
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 
@@ -135,7 +136,7 @@ def test_learned_jl_on_digits_no_runtime_warning_and_bounded_memory(k):
 
 
 def _teacher(name):
-    X, y, _, _ = table_teacher(name, SD_D, SD_N)
+    X, y, _ = table_teacher(name, SD_D, SD_N)
     return X, y
 
 

@@ -10,27 +10,11 @@ from sklearn.utils._testing import assert_allclose
 
 from skderand import StructureDiscoveryClassifier, StructureDiscoveryRegressor
 from skderand.neural._metrics import projection_distance
+from skderand.neural._teachers import TEACHERS, make_teacher
 
 
-def _relu(t):
-    return np.maximum(t, 0.0)
-
-
-TEACHERS = {
-    "relu": (1, lambda z: _relu(z[:, 0])),
-    "square": (1, lambda z: z[:, 0] ** 2),
-    "tanh+square": (2, lambda z: np.tanh(z[:, 0]) + 0.5 * z[:, 1] ** 2),
-    "product": (2, lambda z: z[:, 0] * z[:, 1]),
-    "relu3": (3, lambda z: _relu(z[:, :3]).sum(axis=1)),
-}
-
-
-def _teacher(name, seed, d=10, n=2000, noise=0.1):
-    k, link = TEACHERS[name]
-    rng = np.random.default_rng(seed)
-    U = np.linalg.qr(rng.standard_normal((d, k)))[0].T
-    X = rng.standard_normal((n, d))
-    return X, link(X @ U.T) + noise * rng.standard_normal(n), U
+def _teacher(name, seed, d=10, n=2000):
+    return make_teacher(name, d, n, seed)
 
 
 def _fit(est, X, y):
@@ -96,7 +80,7 @@ def test_multi_output_and_pseudo_huber_with_outliers():
     X = rng.standard_normal((2000, 8))
     U = np.linalg.qr(rng.standard_normal((8, 2)))[0].T
     Z = X @ U.T
-    Y = np.column_stack([_relu(Z[:, 0]), Z[:, 1] ** 2])
+    Y = np.column_stack([np.maximum(Z[:, 0], 0.0), Z[:, 1] ** 2])
     Y += 0.1 * rng.standard_normal(Y.shape)
     Y[rng.choice(2000, 40, replace=False)] += 50.0  # gross outliers
     est = _fit(
@@ -113,7 +97,7 @@ def test_multi_output_and_pseudo_huber_with_outliers():
 
 
 def test_singular_values_show_the_gap_and_attributes_are_consistent():
-    X, y, U = _teacher("product", 0, d=12)
+    X, y, U = _teacher("(u1.x)(u2.x)", 0, d=12)
     est = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
     s = est.singular_values_
     assert s.shape == (8,)
@@ -138,7 +122,7 @@ def test_singular_values_show_the_gap_and_attributes_are_consistent():
 
 
 def test_n_init_keeps_the_best_restart_and_runs_in_parallel():
-    X, y, _ = _teacher("tanh+square", 0, d=8, n=1000)
+    X, y, _ = _teacher("tanh(u1.x)+0.5(u2.x)^2", 0, d=8, n=1000)
     one = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
     three = _fit(
         StructureDiscoveryRegressor(
@@ -153,7 +137,7 @@ def test_n_init_keeps_the_best_restart_and_runs_in_parallel():
 
 def test_transform_in_pipeline_with_pandas_output():
     pd = pytest.importorskip("pandas")
-    X, y, _ = _teacher("relu", 0, d=6, n=500)
+    X, y, _ = _teacher("relu(u1.x)", 0, d=6, n=500)
     Xdf = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
     pipe = make_pipeline(
         StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0)
@@ -163,7 +147,7 @@ def test_transform_in_pipeline_with_pandas_output():
 
 
 def test_input_is_not_modified():
-    X, y, _ = _teacher("relu", 0, d=5, n=300)
+    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=300)
     X_copy, y_copy = X.copy(), y.copy()
     est = StructureDiscoveryRegressor(hidden_layer_sizes=4, random_state=0).fit(X, y)
     est.predict(X)
@@ -173,7 +157,7 @@ def test_input_is_not_modified():
 
 
 def test_constant_and_duplicated_features_give_finite_results():
-    X, y, _ = _teacher("relu", 0, d=4, n=500)
+    X, y, _ = _teacher("relu(u1.x)", 0, d=4, n=500)
     X = np.column_stack([X, np.full(500, 3.0), X[:, 0]])
     est = StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0).fit(X, y)
     assert np.all(np.isfinite(est.subspace_))
@@ -190,14 +174,14 @@ def test_constant_and_duplicated_features_give_finite_results():
     ],
 )
 def test_bad_parameters_raise(params, match):
-    X, y, _ = _teacher("relu", 0, d=5, n=50)
+    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=50)
     est = StructureDiscoveryRegressor(**{"hidden_layer_sizes": (6,), **params})
     with pytest.raises(ValueError, match=match):
         est.fit(X, y)
 
 
 def test_bad_input_raises():
-    X, y, _ = _teacher("relu", 0, d=5, n=50)
+    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=50)
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):

@@ -3,11 +3,11 @@
 import time
 import warnings
 
-import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skderand.neural._metrics import projection_distance
 from skderand.neural._structure_discovery import StructureDiscoveryRegressor
+from skderand.neural._teachers import make_teacher
 
 
 def demo_structure_discovery():
@@ -20,20 +20,14 @@ def demo_structure_discovery():
         "n_components='auto' reads k off it, and the distance ||P_B - P_U||_2 to\n"
         "the true subspace is 0 for a perfect recovery, 1 for a useless one."
     )
-    teachers = [
-        ("relu(u1.x)", 1, lambda z: np.maximum(z[:, 0], 0.0)),
-        ("(u1.x)(u2.x)", 2, lambda z: z[:, 0] * z[:, 1]),
-        ("sum relu(ui.x), i<=3", 3, lambda z: np.maximum(z[:, :3], 0.0).sum(axis=1)),
-    ]
+    teachers = ["relu(u1.x)", "(u1.x)(u2.x)", "sum_i<=3 relu(ui.x)"]
     print(
         f"{'teacher':<21} {'k':>2} {'found':>5} {'distance':>8} {'R^2':>6} "
         f"{'grad norm':>9} {'min eig':>9} {'time s':>6}  top singular values"
     )
-    for seed, (name, k, link) in enumerate(teachers):
-        rng = np.random.default_rng(seed)
-        U = np.linalg.qr(rng.standard_normal((d, k)))[0].T
-        X = rng.standard_normal((n, d))
-        y = link(X @ U.T) + 0.1 * rng.standard_normal(n)
+    for seed, name in enumerate(teachers):
+        X, y, U = make_teacher(name, d, n, seed)
+        k = U.shape[0]
         est = StructureDiscoveryRegressor(hidden_layer_sizes=16, random_state=0)
         start = time.perf_counter()
         with warnings.catch_warnings():
