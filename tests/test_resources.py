@@ -39,13 +39,11 @@ from skderand.neural._teachers import TEACHERS
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 
-# The target dimensions and methods of bench_jl.main().
+# The data sets (built once), target dimensions and methods of bench_jl.main().
+JL_DATA = jl_datasets()
 JL_METHODS = ("direct", "derandomized")
 JL_CASES = [
-    (name, k)
-    for name, X in jl_datasets().items()
-    for k in JL_N_COMPONENTS
-    if k < X.shape[1]
+    (name, k) for name, X in JL_DATA.items() for k in JL_N_COMPONENTS if k < X.shape[1]
 ]
 
 # The size of bench_structure_discovery.py's table that these tests use.
@@ -96,7 +94,7 @@ def test_maxcut_on_gset_no_runtime_warning_and_bounded_memory(graph, bound_mib):
 @pytest.mark.parametrize("method", JL_METHODS)
 @pytest.mark.parametrize("dataset, k", JL_CASES)
 def test_learned_jl_on_bench_data_no_runtime_warning(dataset, k, method):
-    X = jl_datasets()[dataset]
+    X = JL_DATA[dataset]
     _fit_strict(LearnedJLTransformer(k, method=method, random_state=0), X)
 
 
