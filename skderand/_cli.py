@@ -6,7 +6,13 @@ import time
 import numpy as np
 
 from skderand.embedding._demo import demo_learned_jl
-from skderand.maxcut._demo import add_maxcut_parser, demo_maxcut, run_maxcut
+from skderand.maxcut._demo import (
+    _MAXCUT_DESCRIPTION,
+    add_maxcut_arguments,
+    add_maxcut_parser,
+    demo_maxcut,
+    run_maxcut,
+)
 from skderand.neural._demo import demo_structure_discovery
 from skderand.optimize import minimize_sosp
 from skderand.optimize._problems import matrix_factorization
@@ -64,3 +70,15 @@ def main(argv=None):
     if args.command == "maxcut":
         return run_maxcut(args)
     return 0
+
+
+def maxcut_main(argv=None):
+    """``skderand-maxcut GRAPH_FILE``: the ``maxcut`` command on its own.
+
+    Errors are printed as one line ``error: ...`` with exit status 2.
+    """
+    parser = argparse.ArgumentParser(
+        prog="skderand-maxcut", description=_MAXCUT_DESCRIPTION
+    )
+    add_maxcut_arguments(parser)
+    return run_maxcut(parser.parse_args(argv))

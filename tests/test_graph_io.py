@@ -94,3 +94,37 @@ def test_networkx_conversion():
     np.testing.assert_array_equal(A.toarray(), [[0, 2, 0], [2, 0, 1], [0, 1, 0]])
     with pytest.raises(TypeError, match="networkx"):
         graph_to_adjacency(np.eye(2))
+
+
+def _limit_available_memory(monkeypatch, n_bytes):
+    """Make the memory checks see ``n_bytes`` available, on any machine."""
+    from skderand.maxcut import _memory
+
+    monkeypatch.setattr(_memory, "available_memory", lambda: n_bytes)
+
+
+def test_huge_header_refused_before_any_allocation(tmp_path, monkeypatch):
+    import tracemalloc
+
+    path = tmp_path / "huge.txt"
+    path.write_text("2000000000 1\n1 2000000000 1\n")  # 28 bytes
+    # Its adjacency alone needs 8 GB of row pointers.
+    _limit_available_memory(monkeypatch, 4 * 2**30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"2,000,000,000 vertices.*GiB of memory"):
+            read_gset(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A row pointer per announced vertex alone would be 8 GB: nothing of that
+    # size was allocated before the refusal.
+    assert peak < 2**20
+
+
+def test_header_within_memory_is_read(monkeypatch):
+    # The same check lets through what fits: isolated vertices cost only their
+    # row pointers.
+    _limit_available_memory(monkeypatch, 16 * 2**30)
+    A = read_gset(io.StringIO("100000 1\n1 100000 2\n"))
+    assert A.shape == (100_000, 100_000) and A.nnz == 2

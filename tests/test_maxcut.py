@@ -1,6 +1,7 @@
 """Tests of DeterministicMaxCut: the mathematics of each stage and bad inputs."""
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -414,3 +415,96 @@ def test_cli_maxcut(tmp_path, capsys):
     expected = fit(A)
     np.testing.assert_array_equal(labels, expected.labels_)
     assert f"{expected.cut_value_:.1f}" in printed
+
+
+# ------------------------------------------------------------- memory refusals
+
+
+def _limit_available_memory(monkeypatch, n_bytes):
+    """Make the memory checks see ``n_bytes`` available, on any machine."""
+    from skderand.maxcut import _memory
+
+    monkeypatch.setattr(_memory, "available_memory", lambda: n_bytes)
+
+
+def _peak_bytes_while_raising(func, match):
+    """Peak bytes traced while ``func`` runs, asserting it raises ``ValueError``."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=match):
+            func()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("affinity", ["euclidean", "rbf"])
+def test_dense_affinity_on_60000_points_refused_up_front(monkeypatch, affinity):
+    X = np.random.default_rng(0).standard_normal((60_000, 2))
+    _limit_available_memory(monkeypatch, 16 * 2**30)
+    peak = _peak_bytes_while_raising(
+        lambda: DeterministicMaxCut(affinity=affinity).fit(X),
+        r"(?s)60,000 x 60,000 float64 matrix \(26\.8 GiB alone\).*"
+        r"nearest_neighbors.*precomputed",
+    )
+    # Refused before the dense matrix: at most a copy of X (0.9 MiB) was made.
+    assert peak < 4 * X.nbytes
+
+
+def test_sparse_graph_with_too_many_vertices_refused(monkeypatch):
+    n = 10**8
+    graph = sparse.coo_matrix(([1.0, 1.0], ([0, n - 1], [n - 1, 0])), shape=(n, n))
+    _limit_available_memory(monkeypatch, 2**30)
+    peak = _peak_bytes_while_raising(
+        lambda: fit(graph), r"100,000,000 vertices.* GiB of memory"
+    )
+    assert peak < 2**20  # no per-vertex array (0.8 GB each) was allocated
+
+
+def _huge_gset_file(tmp_path):
+    path = tmp_path / "huge.txt"
+    path.write_text("2000000000 1\n1 2000000000 1\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (None, r"2,000,000,000 vertices.* GiB of memory"),
+        ("3 1\n1 5 1\n", r"1\.\.3"),
+        ("3 1\n1 2 x\n", "not numeric"),
+        ("three 1\n", "first line"),
+    ],
+)
+@pytest.mark.parametrize("entry_point", ["python -m skderand", "skderand-maxcut"])
+def test_cli_errors_are_one_line_with_status_2(
+    tmp_path, capsys, monkeypatch, text, message, entry_point
+):
+    from skderand._cli import maxcut_main
+
+    _limit_available_memory(monkeypatch, 16 * 2**30)
+    if text is None:
+        path = _huge_gset_file(tmp_path)
+    else:
+        path = tmp_path / "g.txt"
+        path.write_text(text)
+    if entry_point == "skderand-maxcut":
+        status = maxcut_main([str(path)])
+    else:
+        status = cli_main(["maxcut", str(path)])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert re.search(message, lines[0])
+
+
+def test_cli_missing_file(tmp_path, capsys):
+    assert cli_main(["maxcut", str(tmp_path / "absent.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "absent.txt" in err
+    assert len(err.splitlines()) == 1

@@ -1,5 +1,7 @@
 """The MAXCUT section of ``python -m skderand`` and the ``maxcut`` sub-command."""
 
+import os
+import sys
 import time
 
 import numpy as np
@@ -7,7 +9,8 @@ from scipy import sparse
 
 from skderand.maxcut._graph_io import read_gset
 from skderand.maxcut._local_search import cut_value, one_flip
-from skderand.maxcut._maxcut import DeterministicMaxCut
+from skderand.maxcut._maxcut import DeterministicMaxCut, _fit_memory_bytes
+from skderand.maxcut._memory import check_fits_in_memory, sparse_adjacency_bytes
 
 
 def random_signed_graph(n_vertices=500, density=0.04, seed=0):
@@ -68,14 +71,14 @@ def demo_maxcut():
     print()
 
 
-def add_maxcut_parser(subparsers):
-    """Register ``python -m skderand maxcut GRAPH_FILE [--labels OUT]``."""
-    parser = subparsers.add_parser(
-        "maxcut",
-        help="Cut a graph given as a Gset 'n m / i j w' edge-list file.",
-        description="Compute a deterministic large cut of a weighted graph and a "
-        "certified upper bound on the maximum cut.",
-    )
+_MAXCUT_DESCRIPTION = (
+    "Compute a deterministic large cut of a weighted graph and a certified upper "
+    "bound on the maximum cut."
+)
+
+
+def add_maxcut_arguments(parser):
+    """Add the ``maxcut`` command's arguments to an ``argparse`` parser."""
     parser.add_argument("graph_file", help="edge list: 'n m', then 'i j w' lines")
     parser.add_argument(
         "--labels", metavar="OUT", help="write the side (0/1) of each vertex here"
@@ -90,8 +93,60 @@ def add_maxcut_parser(subparsers):
     return parser
 
 
+def add_maxcut_parser(subparsers):
+    """Register ``python -m skderand maxcut GRAPH_FILE [--labels OUT]``."""
+    parser = subparsers.add_parser(
+        "maxcut",
+        help="Cut a graph given as a Gset 'n m / i j w' edge-list file.",
+        description=_MAXCUT_DESCRIPTION,
+    )
+    return add_maxcut_arguments(parser)
+
+
+def _header_counts(path):
+    """``(n, m)`` from a Gset file's header line, or ``None`` if it has none.
+
+    Reads only up to the first non-comment line; malformed headers are left to
+    :func:`read_gset`, which names the problem.
+    """
+    with open(os.fspath(path)) as f:
+        for line in f:
+            fields = line.split()
+            if not fields or fields[0][0] in "#%":
+                continue
+            try:
+                return int(fields[0]), int(fields[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
 def run_maxcut(args):
-    """Run the ``maxcut`` sub-command; returns the exit status."""
+    """Run the ``maxcut`` sub-command; returns the exit status.
+
+    Errors (a missing or malformed file, a graph too large for the memory) are
+    printed as one line ``error: ...`` on standard error, with exit status 2.
+    """
+    try:
+        return _run_maxcut(args)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run_maxcut(args):
+    counts = _header_counts(args.graph_file)
+    if counts is not None and min(counts) >= 0:
+        # The whole run, before the file is read: reading a tiny file whose
+        # header announces billions of vertices must not allocate first.
+        n, m = counts
+        check_fits_in_memory(
+            sparse_adjacency_bytes(n, m) + _fit_memory_bytes(n, 2 * m),
+            f"{args.graph_file}: the header announces {n:,} vertices and {m:,} "
+            "edges; reading and cutting the graph",
+            "Every announced vertex costs memory, even without edges: check the "
+            "vertex count in the header 'n m'.",
+        )
     A = read_gset(args.graph_file)
     local_search = None if args.local_search == "none" else args.local_search
     start = time.perf_counter()

@@ -10,6 +10,8 @@ import os
 import numpy as np
 from scipy import sparse
 
+from skderand.maxcut._memory import check_fits_in_memory, sparse_adjacency_bytes
+
 __all__ = ["graph_to_adjacency", "read_gset", "write_gset"]
 
 
@@ -48,7 +50,10 @@ def read_gset(path):
     ------
     ValueError
         On a malformed header or line, an index outside ``1..n``, a non-finite
-        weight, or an edge count that disagrees with the header.
+        weight, or an edge count that disagrees with the header; and, before any
+        allocation, when the adjacency the header announces would need more memory
+        than is available (every announced vertex costs a row pointer, even
+        without edges).
 
     See Also
     --------
@@ -93,6 +98,12 @@ def read_gset(path):
         raise ValueError(
             f"{name}: the header announces {m} edges but {len(body)} edge lines follow."
         )
+    check_fits_in_memory(
+        sparse_adjacency_bytes(n, m),
+        f"{name}: the header announces {n:,} vertices and {m:,} edges; their sparse "
+        "adjacency",
+        "Check the vertex count in the header 'n m'.",
+    )
     rows = np.empty(m, dtype=np.int64)
     cols = np.empty(m, dtype=np.int64)
     weights = np.ones(m)

@@ -18,6 +18,12 @@ from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validat
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
+from skderand.maxcut._memory import (
+    check_fits_in_memory,
+    dense_affinity_bytes,
+    format_bytes,
+    maxcut_fit_bytes,
+)
 from skderand.maxcut._rounding import SmoothedCut
 from skderand.maxcut._sdp import (
     dual_upper_bound,
@@ -28,6 +34,36 @@ from skderand.maxcut._sdp import (
 from skderand.optimize import sosp_certificate
 
 __all__ = ["DeterministicMaxCut"]
+
+# Feature affinities that build a dense n x n matrix.
+_DENSE_AFFINITIES = ("euclidean", "rbf")
+# Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
+# stays valid at any rank.
+_MAX_SDP_RANK = 100
+
+
+def _sdp_rank(n_active):
+    """Burer-Monteiro rank: ``r ~ sqrt(2 n)`` rules out spurious local optima.
+
+    (Boumal, Voroninski and Bandeira), capped at ``_MAX_SDP_RANK``.
+    """
+    return min(n_active, int(np.ceil(np.sqrt(2 * n_active))) + 1, _MAX_SDP_RANK)
+
+
+def _fit_memory_bytes(n_vertices, n_entries):
+    """Bytes a fit needs on a graph with ``n_entries`` stored adjacency entries."""
+    return maxcut_fit_bytes(n_vertices, n_entries, _sdp_rank(n_vertices))
+
+
+def _check_fit_memory(n_vertices, n_entries):
+    """Refuse, before allocating, a graph whose fit cannot fit in memory."""
+    check_fits_in_memory(
+        _fit_memory_bytes(n_vertices, n_entries),
+        f"DeterministicMaxCut on a graph with {n_vertices:,} vertices and "
+        f"{n_entries // 2:,} edges",
+        "Every vertex costs memory in the fitted attributes, even without edges: "
+        "drop the isolated vertices.",
+    )
 
 
 def _check_precomputed(A):
@@ -87,7 +123,11 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
           ``n_neighbors`` nearest neighbours (symmetrized), an anticlustering too.
         - callable: ``affinity(X)`` returns the adjacency matrix.
 
-        Dense affinities from feature vectors cost ``O(n**2)`` memory.
+        ``"euclidean"`` and ``"rbf"`` build a dense matrix: ``O(n**2)`` memory
+        (a 60,000-point fit would need over 100 GiB). A fit that would need more
+        memory than is available is refused up front with a ``ValueError`` naming
+        the memory needed; ``"nearest_neighbors"`` or a sparse precomputed graph
+        scale linearly.
     gamma : float, default=1.0
         Kernel coefficient of ``affinity="rbf"``.
     n_neighbors : int, default=10
@@ -289,8 +329,22 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             dtype=np.float64,
             ensure_min_samples=1,
         )
+        n_samples = X.shape[0]
         if self.affinity == "precomputed":
+            n_entries = X.nnz if sparse.issparse(X) else np.count_nonzero(X)
+            _check_fit_memory(n_samples, n_entries)
             return _check_precomputed(X)
+        if self.affinity in _DENSE_AFFINITIES:
+            dense = format_bytes(8 * n_samples**2)
+            check_fits_in_memory(
+                dense_affinity_bytes(n_samples),
+                f"affinity={self.affinity!r} builds a dense {n_samples:,} x "
+                f"{n_samples:,} float64 matrix ({dense} alone); with the sparse "
+                "copies the fit makes, it",
+                "Use affinity='nearest_neighbors' (a sparse graph of n_neighbors "
+                "edges per point), or pass a sparse adjacency matrix with "
+                "affinity='precomputed'.",
+            )
         if self.affinity == "euclidean":
             A = pairwise_distances(X, metric="euclidean")
         elif self.affinity == "rbf":
@@ -374,9 +428,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         adjacency = symmetric_adjacency(n_act, rows, cols, weights)
 
         t = time.perf_counter()
-        # r ~ sqrt(2 n) rules out spurious local optima (Boumal et al.); the cap
-        # bounds memory on large graphs, and the dual bound stays valid anyway.
-        rank = min(n_act, int(np.ceil(np.sqrt(2 * n_act))) + 1, 100)
+        rank = _sdp_rank(n_act)
         V, _ = solve_sdp(adjacency, rank, rng)
         timings["sdp"] = time.perf_counter() - t
         self.sdp_vectors_ = np.zeros((n, V.shape[1]))
