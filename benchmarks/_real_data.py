@@ -211,9 +211,15 @@ def load_penguins_species_task():
 
 def load_cars_mpg_task():
     """Fuel economy (miles per gallon) of 1970-82 cars (vega_datasets ``cars``)."""
-    from vega_datasets import data
+    import json
+    from importlib.resources import files
 
-    frame = data.cars(use_local=True)
+    # The file vega_datasets ships, read directly: its own reader passes
+    # pandas a keyword that pandas 3 deprecates.
+    records = json.loads(
+        files("vega_datasets").joinpath("_data", "cars.json").read_text()
+    )
+    frame = pd.DataFrame.from_records(records)
     frame = frame.drop(columns=["Name"])
     frame["Year"] = pd.to_datetime(frame["Year"]).dt.year
     # 8 cars miss the target and 6 miss horsepower: 14 rows dropped.
