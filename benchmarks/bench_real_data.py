@@ -28,19 +28,22 @@ accuracy: ``ours`` (``StructureDiscoveryClassifier(random_state=0)``),
 ``logreg`` (``LogisticRegressionCV(max_iter=5000)``), ``mlp``
 (``MLPClassifier((64,), max_iter=2000, random_state=0)``), ``hgb``.
 
-``w`` counts folds in which ``ours`` raised a ConvergenceWarning. Baseline
-results can be kept in a JSON cache (``--cache FILE``), keyed by data set,
-method, folds and library versions, so that re-running ``ours`` refits nothing
-else. BLAS and OpenMP (HistGradientBoosting) run on one thread per fit
-(``--threads``); with ``--n-jobs J``
-the folds run in J processes and the times are per-process fit times.
+``w`` counts folds in which ``ours`` raised a ConvergenceWarning; a method that
+raises prints ``ERR`` and its message below the table. Baseline results can be
+kept in a JSON cache (``--cache FILE``), keyed by data set, method, folds and
+library versions: a run fills it, and a later run with ``--methods ours`` and
+the same cache refits only ``ours`` and still prints every baseline and the
+summary lines. BLAS and OpenMP (HistGradientBoosting) run on one thread per fit
+(``--threads``); with ``--n-jobs J`` the folds run in J processes, and the
+times are per-process fit times. ``--params`` (JSON) goes to ``set_params`` of
+both our estimators, ``--params-classifier`` overrides it for the classifier.
 
 Examples::
 
-    python benchmarks/bench_real_data.py
-    python benchmarks/bench_real_data.py --datasets diabetes,cars_mpg --methods ours
+    python benchmarks/bench_real_data.py --cache /tmp/baselines.json
+    python benchmarks/bench_real_data.py --cache /tmp/baselines.json --methods ours
+    python benchmarks/bench_real_data.py --datasets diabetes,cars_mpg --n-jobs 2
     python benchmarks/bench_real_data.py --kind regression --params '{"alpha": 0.01}'
-    python benchmarks/bench_real_data.py --cache /tmp/baselines.json --n-jobs 2
 """
 
 import argparse
@@ -203,13 +206,21 @@ def _cache_key(name, method, n_folds):
 
 
 def evaluate(dataset, methods, params, n_folds, n_jobs, threads, cache):
-    """Per method: mean CV score, summed fit time and extras for ``dataset``."""
+    """Per method: mean CV score, summed fit time and extras for ``dataset``.
+
+    Baselines not in ``methods`` but in ``cache`` are included as cached.
+    """
     folds = _folds(dataset, n_folds)
+    order = REGRESSION_METHODS
+    if dataset.kind == "classification":
+        order = CLASSIFICATION_METHODS
     results = {}
-    for method in methods:
+    for method in order:
         key = _cache_key(dataset.name, method, n_folds)
         if method != "ours" and key in cache:
             results[method] = cache[key]
+            continue
+        if method not in methods:
             continue
         per_fold = Parallel(n_jobs=n_jobs)(
             delayed(_run_fold)(dataset, method, params, train, test, threads)
@@ -229,7 +240,7 @@ def _cell(result, key="score", width=7, digits=3):
     return f"{result[key]:>{width}.{digits}f}"
 
 
-def _print_header(args, params):
+def _print_header(args, params, clf_params):
     pools = sorted(
         {f"{m['internal_api']} {m['num_threads']}" for m in threadpool_info()}
     )
@@ -265,7 +276,8 @@ def _print_header(args, params):
     )
     print(
         f"# {args.folds}-fold CV, seed {SEED}; ours = defaults with random_state=0"
-        + (f" and {json.dumps(params)}" if params else "")
+        + (f"; regressor {json.dumps(params)}" if params else "")
+        + (f"; classifier {json.dumps(clf_params)}" if clf_params else "")
     )
     print(
         f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
@@ -275,9 +287,14 @@ def _print_header(args, params):
     print()
 
 
-def _regression_table(rows, methods, n_folds):
-    columns = [m for m in REGRESSION_METHODS if m in methods]
-    extras = "ours" in methods
+def _present(rows, order):
+    """The methods, in table order, that have a result on some row."""
+    return [m for m in order if any(m in row[3] for row in rows)]
+
+
+def _regression_table(rows, n_folds):
+    columns = _present(rows, REGRESSION_METHODS)
+    extras = "ours" in columns
     header = f"{'data set':<17} {'n':>5} {'d':>3} " + " ".join(
         f"{m:>7}" for m in columns
     )
@@ -292,7 +309,7 @@ def _regression_table(rows, methods, n_folds):
             _cell(results.get(m)) for m in columns
         )
         if extras:
-            ours = results["ours"]
+            ours = results.get("ours", {"error": "not run"})
             if "error" in ours:
                 line += f" {'ERR':>7} {'ERR':>7} {'-':>5} {'-':>2}"
             else:
@@ -314,12 +331,12 @@ def _regression_table(rows, methods, n_folds):
         print(f"  ERR {name} {method}: {message}")
 
 
-def _classification_table(rows, methods, n_folds):
-    columns = [m for m in CLASSIFICATION_METHODS if m in methods]
+def _classification_table(rows, n_folds):
+    columns = _present(rows, CLASSIFICATION_METHODS)
     header = f"{'data set':<17} {'n':>5} {'d':>3} {'cls':>3} " + " ".join(
         f"{m:>7}" for m in columns
     )
-    if "ours" in methods:
+    if "ours" in columns:
         header += f" {'k':>5} {'w':>2}"
     header += " | " + " ".join(f"{'t_' + m:>7}" for m in columns)
     print(f"Classification: mean {n_folds}-fold CV accuracy | summed fit time (s)")
@@ -329,8 +346,8 @@ def _classification_table(rows, methods, n_folds):
         line = f"{name:<17} {n:>5} {d:>3} {n_classes:>3} " + " ".join(
             _cell(results.get(m)) for m in columns
         )
-        if "ours" in methods:
-            ours = results["ours"]
+        if "ours" in columns:
+            ours = results.get("ours", {"error": "not run"})
             if "error" in ours:
                 line += f" {'-':>5} {'-':>2}"
             else:
@@ -450,6 +467,11 @@ def main(argv=None):
         default="{}",
         help="JSON passed to set_params of ours, e.g. '{\"alpha\": 0.01}'",
     )
+    parser.add_argument(
+        "--params-classifier",
+        default=None,
+        help="JSON for the classifier's set_params (default: --params)",
+    )
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument(
         "--n-jobs", type=int, default=1, help="processes over the folds (joblib)"
@@ -474,8 +496,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     params = json.loads(args.params)
-    if not isinstance(params, dict):
-        parser.error("--params must be a JSON object")
+    clf_params = params
+    if args.params_classifier is not None:
+        clf_params = json.loads(args.params_classifier)
+    if not isinstance(params, dict) or not isinstance(clf_params, dict):
+        parser.error("--params and --params-classifier must be JSON objects")
     names = list(LOADERS) if args.datasets is None else args.datasets.split(",")
     unknown = [name for name in names if name not in LOADERS]
     if unknown:
@@ -490,20 +515,15 @@ def main(argv=None):
     if args.cache and Path(args.cache).exists():
         cache = json.loads(Path(args.cache).read_text())
 
-    _print_header(args, params)
+    _print_header(args, params, clf_params)
     regression_rows, classification_rows, all_results = [], [], []
     for name in names:
         dataset = load(name)
         if args.kind != "all" and dataset.kind != args.kind:
             continue
-        order = (
-            REGRESSION_METHODS
-            if dataset.kind == "regression"
-            else (CLASSIFICATION_METHODS)
-        )
-        chosen = [m for m in order if m in methods]
+        chosen_params = params if dataset.kind == "regression" else clf_params
         results = evaluate(
-            dataset, chosen, params, args.folds, args.n_jobs, threads, cache
+            dataset, methods, chosen_params, args.folds, args.n_jobs, threads, cache
         )
         n, d = dataset.X.shape
         print(
@@ -522,11 +542,11 @@ def main(argv=None):
             Path(args.cache).write_text(json.dumps(cache, indent=1))
 
     if regression_rows:
-        _regression_table(regression_rows, methods, args.folds)
+        _regression_table(regression_rows, args.folds)
         _regression_summary(regression_rows)
         print()
     if classification_rows:
-        _classification_table(classification_rows, methods, args.folds)
+        _classification_table(classification_rows, args.folds)
         _classification_summary(classification_rows)
         print()
     _time_summary(all_results)
