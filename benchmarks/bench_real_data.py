@@ -23,6 +23,8 @@ summed fit time of the five folds:
   and KNN on all standardized features (``knn``); ``k`` is the mean
   ``n_components_`` over the folds.
 
+``d/p``: raw columns / columns after one-hot encoding.
+
 Classification sets, ``StratifiedKFold(5, shuffle=True, random_state=0)``,
 accuracy: ``ours`` (``StructureDiscoveryClassifier(random_state=0)``),
 ``logreg`` (``LogisticRegressionCV(max_iter=5000)``), ``mlp``
@@ -218,7 +220,7 @@ def evaluate(dataset, methods, params, n_folds, n_jobs, threads, cache):
     for method in order:
         key = _cache_key(dataset.name, method, n_folds)
         if method != "ours" and key in cache:
-            results[method] = cache[key]
+            results[method] = {**cache[key], "cached": True}
             continue
         if method not in methods:
             continue
@@ -295,7 +297,7 @@ def _present(rows, order):
 def _regression_table(rows, n_folds):
     columns = _present(rows, REGRESSION_METHODS)
     extras = "ours" in columns
-    header = f"{'data set':<17} {'n':>5} {'d':>3} " + " ".join(
+    header = f"{'data set':<17} {'n':>5} {'d/p':>6} " + " ".join(
         f"{m:>7}" for m in columns
     )
     if extras:
@@ -305,7 +307,7 @@ def _regression_table(rows, n_folds):
     print(header)
     print("-" * len(header))
     for name, n, d, results in rows:
-        line = f"{name:<17} {n:>5} {d:>3} " + " ".join(
+        line = f"{name:<17} {n:>5} {d:>6} " + " ".join(
             _cell(results.get(m)) for m in columns
         )
         if extras:
@@ -333,7 +335,7 @@ def _regression_table(rows, n_folds):
 
 def _classification_table(rows, n_folds):
     columns = _present(rows, CLASSIFICATION_METHODS)
-    header = f"{'data set':<17} {'n':>5} {'d':>3} {'cls':>3} " + " ".join(
+    header = f"{'data set':<17} {'n':>5} {'d/p':>6} {'cls':>3} " + " ".join(
         f"{m:>7}" for m in columns
     )
     if "ours" in columns:
@@ -343,7 +345,7 @@ def _classification_table(rows, n_folds):
     print(header)
     print("-" * len(header))
     for name, n, d, results, n_classes in rows:
-        line = f"{name:<17} {n:>5} {d:>3} {n_classes:>3} " + " ".join(
+        line = f"{name:<17} {n:>5} {d:>6} {n_classes:>3} " + " ".join(
             _cell(results.get(m)) for m in columns
         )
         if "ours" in columns:
@@ -446,9 +448,12 @@ def _time_summary(all_results):
         return
     ours = sum(r["ours"]["time"] for r in usable)
     hgb = sum(r["hgb"]["time"] for r in usable)
+    cached = any(r["hgb"].get("cached") for r in usable)
     print(
         f"total CV fit time over {len(usable)} sets: ours {ours:.1f} s, "
-        f"HistGradientBoosting {hgb:.1f} s, ratio {ours / hgb:.2f} (target <= 10)"
+        f"HistGradientBoosting {hgb:.1f} s"
+        + (" (from the cache: timed in an earlier run)" if cached else "")
+        + f", ratio {ours / hgb:.2f} (target <= 10)"
     )
 
 
@@ -525,7 +530,9 @@ def main(argv=None):
         results = evaluate(
             dataset, methods, chosen_params, args.folds, args.n_jobs, threads, cache
         )
-        n, d = dataset.X.shape
+        n, d_raw = dataset.X.shape
+        width = make_preprocessor(dataset).fit_transform(dataset.X).shape[1]
+        d = f"{d_raw}/{width}"
         print(
             f"[{time.strftime('%H:%M:%S')}] {name}: "
             + ", ".join(f"{m} {_cell(r).strip()}" for m, r in results.items()),
@@ -550,6 +557,8 @@ def main(argv=None):
         _classification_summary(classification_rows)
         print()
     _time_summary(all_results)
+    load1, load5, load15 = os.getloadavg()
+    print(f"load average at the end: {load1:.2f} {load5:.2f} {load15:.2f}")
 
 
 if __name__ == "__main__":
