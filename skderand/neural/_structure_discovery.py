@@ -13,6 +13,7 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import expit, softmax
 from sklearn.base import (
     BaseEstimator,
@@ -20,8 +21,10 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     RegressorMixin,
     TransformerMixin,
+    is_classifier,
 )
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import check_cv
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
@@ -35,7 +38,7 @@ from skderand._sklearn_compat import (
     _fit_context,
     validate_data,
 )
-from skderand.neural._network import _activation, _Network
+from skderand.neural._network import _activation, _loss, _Network
 from skderand.optimize import minimize_sosp
 
 __all__ = ["StructureDiscoveryClassifier", "StructureDiscoveryRegressor"]
@@ -46,21 +49,45 @@ __all__ = ["StructureDiscoveryClassifier", "StructureDiscoveryRegressor"]
 _SINGLE_THREAD_WORK = 2e7
 
 
-def _whitening(X, whiten):
-    """Mean and a matrix ``M`` with ``(X - mean) @ M`` centred and white.
+# Default decays for ``alpha="auto"``: 1e-4 (the planted teachers at n = 2000
+# want about 1e-3) up to 1 (a near-constant fit on standardized targets), half a
+# decade apart, which the held-out curves resolve well enough.
+_DEFAULT_ALPHAS = np.logspace(-4, 0, 9)
 
-    Features are first scaled to unit variance, so that the relative floor on the
-    correlation eigenvalues is unit-free. Directions of (numerically) zero
-    variance, such as constant or duplicated features, are mapped to zero instead
-    of being blown up: a pseudo-inverse square root, never a NaN.
+# The path runs from the smallest decay up. The other way round, the largest
+# decay collapses the first layer and the output weights to zero together: for an
+# even link such as (u.x)^2 that point is a degenerate saddle (zero gradient, no
+# negative curvature), so every later fit stayed there (measured: projection
+# distance 0.95 and 1.0 on the two even planted teachers at d = 20).
+# Fits along the path are only compared with each other: L-BFGS to this
+# infinity-norm gradient tolerance, warm started from the previous decay, within
+# this many iterations. The certificate is computed once, for the final refit.
+_PATH_GTOL = 1e-3
+_PATH_MAX_ITER = 200
+
+_REGRESSION_LOSSES = ("squared_error", "pseudo_huber")
+
+# Held-out scores closer than this (R^2, or nats of log-loss), or than one
+# standard error if larger, count as equal when choosing a decay or a rank.
+_SCORE_TOL = 5e-3
+
+
+def _whitening(X, whiten):
+    """Mean and a matrix ``M`` with ``(X - mean) @ M`` standardized or white.
+
+    Features are first scaled to unit variance (constant ones to zero), so that
+    the decay and the relative floor on the correlation eigenvalues are
+    unit-free; with ``whiten`` the correlations are removed too. Directions of
+    (numerically) zero variance, such as duplicated features, are mapped to zero
+    instead of being blown up: a pseudo-inverse square root, never a NaN.
     """
     mean = X.mean(axis=0)
-    if not whiten:
-        return mean, None
     Xc = X - mean
     std = Xc.std(axis=0)
     constant = std <= 1e-12 * np.maximum(np.abs(mean), np.finfo(np.float64).tiny)
     inv_std = np.where(constant, 0.0, 1.0 / np.where(constant, 1.0, std))
+    if not whiten:
+        return mean, np.diag(inv_std)
     Z = Xc * inv_std
     cov = Z.T @ Z / X.shape[0]
     eigval, eigvec = np.linalg.eigh(cov)
@@ -69,6 +96,174 @@ def _whitening(X, whiten):
     inv_sqrt[keep] = 1.0 / np.sqrt(eigval[keep])
     matrix = (inv_std[:, None] * eigvec) @ (inv_sqrt[:, None] * eigvec.T)
     return mean, matrix
+
+
+def _whiten(X, mean, matrix):
+    Xc = X - mean
+    return Xc if matrix is None else Xc @ matrix
+
+
+def _standardize_targets(Y_train, *others):
+    """Targets scaled by the training part's mean and standard deviation."""
+    mean = Y_train.mean(axis=0)
+    std = Y_train.std(axis=0)
+    scale = np.where(std > 0, std, 1.0)
+    return [(Y - mean) / scale for Y in (Y_train, *others)]
+
+
+def _validation_score(loss, out, Y):
+    """Higher is better: R^2 averaged over outputs, or minus the mean log-loss.
+
+    R^2 is that of :func:`sklearn.metrics.r2_score` (invariant to the target
+    scaling, so it is computed on the standardized targets); the log-loss is
+    that of :func:`sklearn.metrics.log_loss`, so that ``alpha="auto"`` ranks
+    decays as a :class:`~sklearn.model_selection.GridSearchCV` scored by
+    ``"r2"`` or ``"neg_log_loss"`` does.
+    """
+    if loss in _REGRESSION_LOSSES:
+        sse = np.sum((Y - out) ** 2, axis=0)
+        sst = np.sum((Y - Y.mean(axis=0)) ** 2, axis=0)
+        constant = sst == 0
+        r2 = 1.0 - sse / np.where(constant, 1.0, sst)
+        r2 = np.where(constant, np.where(sse == 0, 1.0, 0.0), r2)
+        return float(np.mean(r2))
+    return -float(np.mean(np.sum(_loss(loss, 1.0)(out, Y)[0], axis=1)))
+
+
+class _DecayPath:
+    """A network fitted along increasing first-layer decays, warm started.
+
+    Only the first-layer decay changes along the path; each fit starts where
+    the previous, less regularized one ended, so it needs few iterations and
+    follows one branch of solutions (the one that fits the signal) instead of
+    a new random one per decay. The fits are loose (L-BFGS to ``_PATH_GTOL``):
+    they are only compared with each other, and the certificate is computed
+    once, for the final refit.
+    """
+
+    def __init__(self, net, theta, X, Y, single_thread):
+        self.net, self.theta, self.X, self.Y = net, theta, X, Y
+        self.single_thread = single_thread
+
+    def fit(self, alpha):
+        self.net.decay[0] = alpha
+        self.net._cache_key = None  # the cached gradient was for the old decay
+        with threadpool_limits(
+            limits=1 if self.single_thread else None, user_api="blas"
+        ):
+            self.theta = minimize(
+                lambda t: self.net.loss_grad(t, self.X, self.Y),
+                self.theta,
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": _PATH_MAX_ITER, "gtol": _PATH_GTOL},
+            ).x
+        return self.theta
+
+
+class _Fold:
+    """One cross-validation split: a decay path on the training part, scored
+    on the held-out part.
+
+    Whitening and target scaling come from the training part alone, as they
+    would for an estimator fitted on it (what a ``GridSearchCV`` does).
+    """
+
+    def __init__(
+        self,
+        X,
+        Y,
+        train,
+        test,
+        *,
+        layer_sizes,
+        network_params,
+        alpha,
+        whiten,
+        seed,
+        single_thread,
+    ):
+        self.loss = network_params["loss"]
+        mean, matrix = _whitening(X[train], whiten)
+        X_train = _whiten(X[train], mean, matrix)
+        self.X_test = _whiten(X[test], mean, matrix)
+        Y_train, self.Y_test = Y[train], Y[test]
+        if self.loss in _REGRESSION_LOSSES:
+            Y_train, self.Y_test = _standardize_targets(Y_train, self.Y_test)
+        self.network_params = network_params
+        self.single_thread = single_thread
+        net = _Network(layer_sizes, **network_params, alpha=alpha)
+        theta = net.init(np.random.default_rng(seed))
+        self.path = _DecayPath(net, theta, X_train, Y_train, single_thread)
+        self.thetas = []
+
+    def advance(self, alpha):
+        """Fit at the next decay; its held-out score."""
+        self.thetas.append(self.path.fit(alpha))
+        return self.score(-1)
+
+    def score(self, step):
+        """Held-out score at path step ``step``."""
+        out = self.path.net.forward(self.thetas[step], self.X_test)
+        return _validation_score(self.loss, out, self.Y_test)
+
+    def rank_score(self, step, alpha, rank):
+        """Held-out score of the network restricted to ``rank`` input directions.
+
+        The first layer is cut to its top ``rank`` right singular vectors ``B``
+        and the network refitted (loosely, from the cut one) on ``B x``: a
+        network whose first layer has rank ``rank``. Cutting without the refit
+        judged sufficient ranks insufficient whenever the small singular
+        directions of a fold's network carried part of the fit.
+        """
+        net = self.path.net
+        weights, biases = net.unpack(self.thetas[step].copy())
+        basis = np.linalg.svd(weights[0], full_matrices=False)[2][:rank]
+        small = _Network(
+            (rank, *net.layer_sizes[1:]), **self.network_params, alpha=alpha
+        )
+        theta = small.pack([weights[0] @ basis.T, *weights[1:]], biases)
+        path = _DecayPath(
+            small, theta, self.path.X @ basis.T, self.path.Y, self.single_thread
+        )
+        out = small.forward(path.fit(alpha), self.X_test @ basis.T)
+        return _validation_score(self.loss, out, self.Y_test)
+
+
+def _as_good(scores, best_scores):
+    """Whether per-fold ``scores`` are as good as ``best_scores`` on held-out data.
+
+    True when the mean shortfall is within one standard error of the per-fold
+    differences, or within ``_SCORE_TOL``: the one-standard-error rule of model
+    selection, which takes the simpler model whenever held-out data cannot tell
+    it from the best one.
+    """
+    diff = np.asarray(best_scores) - np.asarray(scores)
+    stderr = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else 0.0
+    return diff.mean() <= max(stderr, _SCORE_TOL)
+
+
+def _smallest_sufficient_rank(rank_scores, full_scores, max_rank):
+    """Smallest rank whose restricted networks score as well as the full ones.
+
+    ``rank_scores(rank)`` returns the held-out scores of the folds' networks
+    restricted to ``rank`` input directions, ``full_scores`` those of the full
+    networks; "as well" is :func:`_as_good`. The full rank is sufficient by
+    definition; sufficiency is taken to be monotone in the rank, so a
+    bisection finds the smallest in about ``log2(max_rank)`` steps.
+
+    Returns the rank and a dict of the scores evaluated, by rank.
+    """
+    evaluated = {}
+    low, high = 1, max_rank  # high is sufficient, everything below low is not
+    while low < high:
+        middle = (low + high) // 2
+        evaluated[middle] = np.asarray(rank_scores(middle))
+        if _as_good(evaluated[middle], full_scores):
+            high = middle
+        else:
+            low = middle + 1
+    return high, evaluated
 
 
 def _n_components_auto(singular_values):
@@ -80,16 +275,20 @@ def _n_components_auto(singular_values):
     return int(np.argmax(ratios)) + 1
 
 
-def _fit_one(X, Y, seed, *, layer_sizes, network_params, solver_params, single_thread):
-    """One restart: a fresh network from ``seed`` trained by ``minimize_sosp``."""
+def _fit_one(
+    X, Y, seed, theta0, *, layer_sizes, network_params, solver_params, single_thread
+):
+    """One certified fit, from ``theta0`` or a fresh network drawn from ``seed``."""
     net = _Network(layer_sizes, **network_params)
-    theta0 = net.init(np.random.default_rng(seed))
+    if theta0 is None:
+        theta0 = net.init(np.random.default_rng(seed))
     with threadpool_limits(limits=1 if single_thread else None, user_api="blas"):
         res = minimize_sosp(
             lambda theta: net.loss_grad(theta, X, Y),
             theta0,
             hessp=lambda theta, v: net.hessp(theta, v, X, Y),
             random_state=seed,
+            warn=False,
             **solver_params,
         )
     res.weights, res.biases = net.unpack(res.x)
@@ -108,7 +307,9 @@ class _BaseStructureDiscovery(
         ],
         "activation": [StrOptions({"softplus", "tanh", "sigmoid", "gelu"})],
         "sharpness": [Interval(numbers.Real, 0, None, closed="neither")],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
+        "alphas": [None, "array-like"],
+        "cv": ["cv_object"],
         "alpha_other": [Interval(numbers.Real, 0, None, closed="left")],
         "freeze_first_bias": ["boolean"],
         "whiten": ["boolean"],
@@ -138,8 +339,12 @@ class _BaseStructureDiscovery(
             )
         return [int(s) for s in sizes]
 
-    def _fit_network(self, X, Y, loss, huber_delta=1.0):
-        """Fit on validated float64 ``X`` and 2-d internal targets ``Y``."""
+    def _fit_network(self, X, Y, loss, huber_delta=1.0, split_labels=None):
+        """Fit on validated float64 ``X`` and 2-d internal targets ``Y``.
+
+        ``split_labels`` are the targets the folds of ``cv`` are drawn from
+        (class labels stratify a classifier's folds).
+        """
         hidden = self._hidden_sizes()
         n_samples, n_features = X.shape
         max_components = min(n_features, hidden[0])
@@ -149,26 +354,57 @@ class _BaseStructureDiscovery(
                 f"first layer can have, min(n_features, hidden_layer_sizes[0]) = "
                 f"{max_components}."
             )
-        self.mean_, self._whitening = _whitening(X, self.whiten)
-        Xw = X - self.mean_
-        if self._whitening is not None:
-            Xw = Xw @ self._whitening
-
-        curvature_tol = self.curvature_tol
-        if curvature_tol is None:
-            # The lemma bounds ||W_perp|| by grad / (2 alpha - curvature): a
-            # curvature tolerance of alpha keeps that denominator at least alpha.
-            curvature_tol = self.alpha if self.alpha > 0 else np.sqrt(self.tol)
         layer_sizes = (n_features, *hidden, Y.shape[1])
         network_params = dict(
             activation=self.activation,
             sharpness=self.sharpness,
             loss=loss,
-            alpha=self.alpha,
             alpha_other=self.alpha_other,
             train_first_bias=not self.freeze_first_bias,
             huber_delta=huber_delta,
         )
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
+        single_thread = n_samples * n_features * hidden[0] < _SINGLE_THREAD_WORK
+
+        theta0 = None
+        if self.alpha == "auto" or self.n_components == "auto":
+            theta0 = self._cross_validate(
+                X,
+                Y,
+                split_labels,
+                seed=seeds[0],
+                max_components=max_components,
+                layer_sizes=layer_sizes,
+                network_params=network_params,
+                single_thread=single_thread,
+            )
+        else:
+            self.alpha_ = float(self.alpha)
+
+        self.mean_, self._whitening = _whitening(X, self.whiten)
+        Xw = _whiten(X, self.mean_, self._whitening)
+        if theta0 is not None:
+            # Follow the decay path on all the data up to the chosen decay: the
+            # refit starts on the branch the held-out scores were measured on.
+            net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
+            path = _DecayPath(
+                net,
+                net.init(np.random.default_rng(seeds[0])),
+                Xw,
+                Y,
+                single_thread,
+            )
+            for alpha in self.alphas_[
+                : int(np.flatnonzero(self.alphas_ == self.alpha_)[0]) + 1
+            ]:
+                theta0 = path.fit(alpha)
+
+        curvature_tol = self.curvature_tol
+        if curvature_tol is None:
+            # The lemma bounds ||W_perp|| by grad / (2 alpha - curvature): a
+            # curvature tolerance of alpha keeps that denominator at least alpha.
+            curvature_tol = self.alpha_ if self.alpha_ > 0 else np.sqrt(self.tol)
         solver_params = dict(
             method=self.solver,
             tol=self.tol,
@@ -176,39 +412,36 @@ class _BaseStructureDiscovery(
             max_iter=self.max_iter,
             verbose=max(self.verbose - 1, 0),
         )
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
-        single_thread = n_samples * n_features * hidden[0] < _SINGLE_THREAD_WORK
-        # The solver's own ConvergenceWarning names its arguments; ours, below,
-        # names this estimator's parameters. sklearn's Parallel carries the filter
-        # into its workers.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(_fit_one)(
-                    Xw,
-                    Y,
-                    seed,
-                    layer_sizes=layer_sizes,
-                    network_params=network_params,
-                    solver_params=solver_params,
-                    single_thread=single_thread,
-                )
-                for seed in seeds
+        network_params["alpha"] = self.alpha_
+        results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
+            delayed(_fit_one)(
+                Xw,
+                Y,
+                seed,
+                theta0 if i == 0 else None,
+                layer_sizes=layer_sizes,
+                network_params=network_params,
+                solver_params=solver_params,
+                single_thread=single_thread,
             )
-        if self.verbose:
-            for i, res in enumerate(results):
+            for i, seed in enumerate(seeds)
+        )
+        best = None
+        for i, res in enumerate(results):
+            if self.verbose:
                 print(
                     f"[{type(self).__name__}] restart {i + 1}/{self.n_init}: "
                     f"objective {res.fun:.6g}, gradient norm {res.grad_norm:.2e}, "
                     f"min Hessian eigenvalue {res.min_hessian_eig:.2e}, "
                     f"{res.n_iter} iterations, certified {res.success}"
                 )
-        best = min(results, key=lambda res: res.fun)
+            if best is None or res.fun < best.fun:
+                best = res
 
         self.loss_ = float(best.fun)
         self.grad_norm_ = float(best.grad_norm)
         self.min_hessian_eig_ = float(best.min_hessian_eig)
+        self.curvature_tol_ = float(curvature_tol)
         self.certified_ = bool(best.success)
         self.n_iter_ = int(best.n_iter)
         if not best.success:
@@ -229,9 +462,7 @@ class _BaseStructureDiscovery(
         # The lemma acts on the whitened first layer: its spectrum shows the gap.
         _, s, vt = np.linalg.svd(weights[0], full_matrices=False)
         self.singular_values_ = s
-        if self.n_components == "auto":
-            self.n_components_ = _n_components_auto(s)
-        else:
+        if self.n_components != "auto":
             self.n_components_ = int(self.n_components)
         basis = vt[: self.n_components_]
         first = weights[0]
@@ -246,6 +477,95 @@ class _BaseStructureDiscovery(
         self.coefs_ = [first.T] + [w.T for w in weights[1:]]
         self.intercepts_ = [biases[0] - self.mean_ @ first.T] + biases[1:]
         return self
+
+    def _cross_validate(
+        self,
+        X,
+        Y,
+        split_labels,
+        *,
+        seed,
+        max_components,
+        layer_sizes,
+        network_params,
+        single_thread,
+    ):
+        """Choose ``alpha_`` and ``n_components_`` by held-out scores.
+
+        Sets ``alphas_``, ``cv_scores_``, ``alpha_``, and ``rank_cv_scores_``
+        and ``n_components_`` when ``n_components="auto"``; returns a truthy
+        value when the refit should continue the decay path.
+        """
+        if self.alpha == "auto":
+            alphas = _DEFAULT_ALPHAS if self.alphas is None else self.alphas
+            alphas = np.sort(np.asarray(alphas, dtype=np.float64))
+        else:
+            alphas = np.array([float(self.alpha)])
+        cv = check_cv(self.cv, split_labels, classifier=is_classifier(self))
+        n_splits = cv.get_n_splits(X, split_labels)
+        if X.shape[0] < 2 * n_splits:
+            raise ValueError(
+                f"{type(self).__name__} chooses "
+                + ("alpha" if self.alpha == "auto" else "n_components")
+                + f" by {n_splits}-fold cross-validation (cv={self.cv!r}), which "
+                f"needs at least {2 * n_splits} samples; got n_samples="
+                f"{X.shape[0]}. Pass a number as alpha and n_components, or a "
+                "smaller cv."
+            )
+        folds = [
+            _Fold(
+                X,
+                Y,
+                train,
+                test,
+                layer_sizes=layer_sizes,
+                network_params=network_params,
+                alpha=alphas[0],
+                whiten=self.whiten,
+                seed=seed,
+                single_thread=single_thread,
+            )
+            for train, test in cv.split(X, split_labels)
+        ]
+        scores = []
+        parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
+        for alpha in alphas:
+            scores.append(parallel(delayed(fold.advance)(alpha) for fold in folds))
+            if self.verbose:
+                print(
+                    f"[{type(self).__name__}] alpha {alpha:.3g}: mean held-out "
+                    f"score {np.mean(scores[-1]):.4f} over {n_splits} folds"
+                )
+        self.alphas_ = alphas
+        self.cv_scores_ = np.array(scores)
+        # The largest decay (the simplest network) that scores as well as the
+        # best one: smaller decays that gain less than the folds' noise level
+        # only tilt the first layer towards directions that fit noise.
+        top = self.cv_scores_[np.argmax(self.cv_scores_.mean(axis=1))]
+        best = max(i for i, row in enumerate(self.cv_scores_) if _as_good(row, top))
+        self.alpha_ = float(alphas[best])
+        if self.n_components == "auto":
+            self.n_components_, rank_scores = _smallest_sufficient_rank(
+                lambda rank: parallel(
+                    delayed(fold.rank_score)(best, self.alpha_, rank) for fold in folds
+                ),
+                self.cv_scores_[best],
+                max_components,
+            )
+            self.rank_cv_scores_ = {
+                rank: rank_scores[rank] for rank in sorted(rank_scores)
+            }
+        if self.verbose:
+            print(
+                f"[{type(self).__name__}] alpha_={self.alpha_:.3g} (mean held-out "
+                f"score {self.cv_scores_[best].mean():.4f})"
+                + (
+                    f", n_components_={self.n_components_}"
+                    if self.n_components == "auto"
+                    else ""
+                )
+            )
+        return True
 
     def _forward(self, X):
         act = _activation(self.activation, self.sharpness)[0]
@@ -296,56 +616,81 @@ _COMMON_PARAMETERS_DOC = """
     sharpness : float, default=1.0
         Sharpness of the softplus (ignored by the other activations); large
         values approach the ReLU but make the Hessian less smooth.
-    alpha : float, default=1e-3
+    alpha : "auto" or float, default="auto"
         Weight decay ``alpha * ||W||_F^2`` on the first-layer weight (in whitened
-        coordinates). In the population limit any ``alpha > 0`` drives the
-        perpendicular part of ``W`` to zero; with ``n`` samples the network can
-        fit noise through perpendicular directions, and a moderate decay removes
-        that finite-sample part (see Notes).
+        coordinates). ``"auto"`` chooses it from ``alphas`` by ``cv``-fold
+        cross-validation, as :class:`~sklearn.linear_model.RidgeCV` does: a
+        warm-started path from the smallest decay up, scored on the held-out
+        folds, then one certified refit on all the data at the chosen
+        ``alpha_``. A number is used as given. In the population limit any
+        ``alpha > 0`` drives the perpendicular part of ``W`` to zero; with ``n``
+        samples the network can fit noise through perpendicular directions, and
+        the decay that prevents it depends on ``n`` and the noise (see Notes).
+    alphas : array-like of float, default=None
+        Decays tried by ``alpha="auto"``. ``None`` means nine values from 1e-4
+        to 1, half a decade apart.
+    cv : int, cross-validation generator or iterable, default=5
+        Folds of ``alpha="auto"`` and ``n_components="auto"``, as in
+        :func:`~sklearn.model_selection.check_cv` (stratified for the
+        classifier). The held-out score is R^2 for the regressor and the
+        log-loss for the classifier, so the choice is that of a
+        :class:`~sklearn.model_selection.GridSearchCV` with ``scoring="r2"`` or
+        ``"neg_log_loss"`` over the same folds (up to the warm starts).
     alpha_other : float, default=1e-3
         Weight decay on the weights of every later layer. Biases are never
         penalized: the lemma needs them free.
     freeze_first_bias : bool, default=False
         Fix the first-layer bias at zero instead of training it. The lemma then
         no longer applies; this exists for the ablation that shows it.
-    whiten : bool, default=True
-        Centre and whiten the inputs before training (the lemma needs isotropic
-        Gaussian inputs). Directions of zero variance are mapped to zero. With
-        ``False`` the inputs are only centred. Every fitted attribute is in the
-        original coordinates either way.
+    whiten : bool, default=False
+        Whiten the inputs (remove their correlations) before training, instead
+        of only centring and scaling each feature to unit variance. The lemma is
+        stated for isotropic Gaussian inputs, which whitening provides; but on
+        correlated real data whitening blows up low-variance directions (mostly
+        noise) to unit variance, where the decay no longer restrains them
+        (breast cancer, 5-fold accuracy: 0.961 whitened, 0.975 not), so it is
+        off by default. Directions of zero variance are mapped to zero. Every
+        fitted attribute is in the original coordinates either way.
     n_components : "auto" or int, default="auto"
-        Dimension of the discovered subspace. ``"auto"`` takes the largest ratio
-        ``s_i / max(s_{i+1}, 0.1 * s_1)`` of consecutive singular values of the
-        first-layer weight: the gap left once the perpendicular part vanishes.
+        Dimension of the discovered subspace. ``"auto"`` takes the smallest
+        rank ``k`` such that the networks of the ``cv`` folds, restricted to the
+        top ``k`` directions of their first layer and refitted, score on the
+        held-out folds as well as unrestricted (within one standard error, or
+        0.005): a *sufficient* reduction, the directions the predictions need.
+        On data with no low-dimensional structure that is all of them,
+        ``min(n_features, hidden_layer_sizes[0])``.
     solver : {"lbfgs", "pgd"}, default="lbfgs"
         Method of :func:`skderand.optimize.minimize_sosp`: L-BFGS with
         negative-curvature steps, or perturbed gradient descent.
     tol : float, default=1e-4
         Gradient-norm tolerance of the certificate. With the default
         ``curvature_tol`` the lemma's bound on the perpendicular weight is then
-        at most ``tol / alpha`` (0.1). A smaller ``tol`` gives a sharper bound
+        at most ``tol / alpha_``. A smaller ``tol`` gives a sharper bound
         and fits that are more reproducible under round-off changes of the
         input (1e-6 made fits of rescaled inputs agree to about 1e-5 instead of
         1e-3), at the cost of more iterations.
     curvature_tol : float or None, default=None
         The certificate requires the smallest Hessian eigenvalue to be at least
-        ``-curvature_tol``. ``None`` means ``alpha`` (``sqrt(tol)`` if ``alpha``
-        is 0), which keeps the lemma's bound below ``tol / alpha``.
+        ``-curvature_tol``. ``None`` means ``alpha_`` (``sqrt(tol)`` if it is 0),
+        which keeps the lemma's bound below ``tol / alpha_``.
     max_iter : int, default=3000
         Maximum number of solver iterations per restart.
     n_init : int, default=1
-        Number of restarts from independent random initializations; the one with
+        Number of certified fits at ``alpha_``: the first starts from the decay
+        path (from a random network when neither ``alpha`` nor ``n_components``
+        is "auto"), the others from independent random networks; the one with
         the lowest objective is kept.
     n_jobs : int, default=None
-        Number of restarts run in parallel (threads unless a joblib backend is
-        configured). ``None`` means 1 unless in a ``joblib.parallel_config``
-        context.
+        Number of folds, and then of restarts, fitted in parallel (threads
+        unless a joblib backend is configured). ``None`` means 1 unless in a
+        ``joblib.parallel_config`` context.
     random_state : int, RandomState instance or None, default=None
         Seeds the initializations and the solver. Pass an int for reproducible
         results; ``None`` seeds from the operating system on every fit (numpy's
         global generator is never drawn from).
     verbose : int, default=0
-        ``1`` prints the objective and certificate of every restart; ``2`` and
+        ``1`` prints the held-out score of every decay on the path and the
+        objective and certificate of every restart, as they finish; ``2`` and
         more also print the solver's progress."""
 
 _COMMON_ATTRIBUTES_DOC = """
@@ -357,6 +702,17 @@ _COMMON_ATTRIBUTES_DOC = """
         is the evidence for the dimension.
     n_components_ : int
         Dimension of the discovered subspace.
+    alpha_ : float
+        First-layer decay of the returned network (``alpha`` unless "auto").
+    alphas_ : ndarray of shape (n_alphas,)
+        Decays on the cross-validated path, increasing. Only when
+        ``alpha="auto"`` or ``n_components="auto"`` (then ``[alpha]``).
+    cv_scores_ : ndarray of shape (n_alphas, n_splits)
+        Held-out score (R^2, or minus the log-loss) of each decay on each fold.
+    rank_cv_scores_ : dict of int to ndarray of shape (n_splits,)
+        Held-out scores at ``alpha_`` of the networks whose first layer is
+        restricted to each rank the search tried; only when
+        ``n_components="auto"``.
     mean_ : ndarray of shape (n_features_in_,)
         Per-feature mean of the training inputs.
     coefs_ : list of ndarray
@@ -371,8 +727,11 @@ _COMMON_ATTRIBUTES_DOC = """
     min_hessian_eig_ : float
         Certificate: smallest Hessian eigenvalue at the returned point (Lanczos
         on exact Hessian-vector products).
+    curvature_tol_ : float
+        The curvature tolerance used: ``curvature_tol``, or ``alpha_`` when it is
+        None.
     certified_ : bool
-        Whether ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -curvature_tol``.
+        Whether ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -curvature_tol_``.
     n_iter_ : int
         Solver iterations of the kept restart.
     n_features_in_ : int
@@ -504,10 +863,12 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         hidden_layer_sizes=(32,),
         activation="tanh",
         sharpness=1.0,
-        alpha=1e-3,
+        alpha="auto",
+        alphas=None,
+        cv=5,
         alpha_other=1e-3,
         freeze_first_bias=False,
-        whiten=True,
+        whiten=False,
         n_components="auto",
         solver="lbfgs",
         tol=1e-4,
@@ -524,6 +885,8 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         self.activation = activation
         self.sharpness = sharpness
         self.alpha = alpha
+        self.alphas = alphas
+        self.cv = cv
         self.alpha_other = alpha_other
         self.freeze_first_bias = freeze_first_bias
         self.whiten = whiten
@@ -568,7 +931,9 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         y_mean = Y.mean(axis=0)
         y_std = Y.std(axis=0)
         y_scale = np.where(y_std > 0, y_std, 1.0)
-        self._fit_network(X, (Y - y_mean) / y_scale, self.loss, self.huber_delta)
+        self._fit_network(
+            X, (Y - y_mean) / y_scale, self.loss, self.huber_delta, split_labels=y
+        )
         # Fold the target scaling into the output layer.
         self.coefs_[-1] = self.coefs_[-1] * y_scale
         self.intercepts_[-1] = self.intercepts_[-1] * y_scale + y_mean
@@ -657,10 +1022,12 @@ class StructureDiscoveryClassifier(ClassifierMixin, _BaseStructureDiscovery):
         hidden_layer_sizes=(32,),
         activation="tanh",
         sharpness=1.0,
-        alpha=1e-3,
+        alpha="auto",
+        alphas=None,
+        cv=5,
         alpha_other=1e-3,
         freeze_first_bias=False,
-        whiten=True,
+        whiten=False,
         n_components="auto",
         solver="lbfgs",
         tol=1e-4,
@@ -675,6 +1042,8 @@ class StructureDiscoveryClassifier(ClassifierMixin, _BaseStructureDiscovery):
         self.activation = activation
         self.sharpness = sharpness
         self.alpha = alpha
+        self.alphas = alphas
+        self.cv = cv
         self.alpha_other = alpha_other
         self.freeze_first_bias = freeze_first_bias
         self.whiten = whiten
@@ -717,7 +1086,7 @@ class StructureDiscoveryClassifier(ClassifierMixin, _BaseStructureDiscovery):
                 f"data, but the data contain only one class: {self.classes_[0]!r}."
             )
         loss = "binary_log_loss" if self.classes_.size == 2 else "log_loss"
-        return self._fit_network(X, Y, loss)
+        return self._fit_network(X, Y, loss, split_labels=y)
 
     def predict_proba(self, X):
         """Class probabilities.

@@ -348,6 +348,7 @@ def minimize_sosp(
     random_state=None,
     callback=None,
     verbose=0,
+    warn=True,
     options=None,
 ):
     """Find a certified approximate second-order stationary point of ``fun``.
@@ -390,6 +391,11 @@ def minimize_sosp(
     verbose : int, default=0
         ``1`` prints the objective and gradient norm every block of iterations and
         at each escape; ``2`` prints every iteration.
+    warn : bool, default=True
+        Raise a :class:`~sklearn.exceptions.ConvergenceWarning` when the
+        certificate does not hold. Estimators pass ``False`` and warn in their
+        own terms (their parameter names), instead of silencing this one with a
+        process-wide warning filter.
     options : dict, default=None
         Method settings. Both methods: ``max_lanczos_iter`` (100),
         ``lanczos_rtol`` (1e-6). ``"lbfgs"``: ``memory`` (20 correction pairs).
@@ -413,7 +419,8 @@ def minimize_sosp(
     Warns
     -----
     ConvergenceWarning
-        When ``max_iter`` runs out before the certificate holds.
+        When ``max_iter`` runs out before the certificate holds (unless
+        ``warn=False``).
 
     See Also
     --------
@@ -520,7 +527,7 @@ def minimize_sosp(
             " Round-off limits how small the gradient can get: loosen tol, or "
             "rescale the problem so the objective is of order one."
         )
-    if not cert.success and not stopped_by_callback:
+    if warn and not cert.success and not stopped_by_callback:
         warnings.warn(message + advice, ConvergenceWarning, stacklevel=2)
     progress.report(cert.fun, cert.grad_norm, "done")
     res = OptimizeResult(
