@@ -10,8 +10,9 @@ through; a ``StandardScaler`` follows both (:func:`make_preprocessor`).
 
 Missing values: rows with a missing value in a used column are dropped (11
 penguins, 14 cars); ``catholic``'s ``hsgrad``, missing for 1460 of 7430
-students, is left out as a column instead. Nothing is imputed. Columns that restate the target (its logarithm, a score
-difference it is computed from) are left out, and so are identifiers.
+students, is left out as a column instead. Nothing is imputed. Columns that
+restate the target (its logarithm, a score difference it is computed from) are
+left out, and so are identifiers.
 
 =================  ====  ==  ==============  ===============  ===============
 name               n     d   categorical     kind             package
