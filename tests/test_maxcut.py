@@ -12,7 +12,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from skderand import DeterministicMaxCut
 from skderand._cli import main as cli_main
-from skderand.maxcut import read_gset, write_gset
+from skderand.maxcut import _maxcut, read_gset, write_gset
+from skderand.maxcut._annealing import anneal, greedy_colouring
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
 from skderand.maxcut._rounding import (
     SmoothedCut,
@@ -30,6 +31,18 @@ def gnp(n, p, seed, signed=False):
     if signed:
         upper *= rng.choice([-1.0, 1.0], size=(n, n))
     return upper + upper.T
+
+
+def toroidal_grid(rows, cols):
+    """Dense adjacency of the ``rows x cols`` torus, unit weights."""
+    n = rows * cols
+    A = np.zeros((n, n))
+    for r in range(rows):
+        for c in range(cols):
+            v = r * cols + c
+            for w in (((r + 1) % rows) * cols + c, r * cols + (c + 1) % cols):
+                A[v, w] = A[w, v] = 1.0
+    return A
 
 
 def brute_force_max_cut(A):
@@ -50,7 +63,14 @@ def labels_cut(A, labels):
     return float(np.sum(np.triu(A, k=1) * (side[:, None] != side[None, :])))
 
 
+# Annealing sweeps in the tests that are not about the annealing: on small dense
+# graphs every colour class is a vertex or two, and the default 1000 sweeps would
+# dominate the suite's time.
+FAST_SWEEPS = 100
+
+
 def fit(A, **params):
+    params.setdefault("n_sweeps", FAST_SWEEPS)
     return DeterministicMaxCut(affinity="precomputed", **params).fit(A)
 
 
@@ -122,7 +142,9 @@ def test_tabu_is_at_least_one_flip_from_the_same_start():
 def test_deterministic_and_fit_predict():
     A = sparse.csr_matrix(gnp(60, 0.2, 7, signed=True))
     first = fit(A)
-    second = DeterministicMaxCut(affinity="precomputed").fit_predict(A)
+    second = DeterministicMaxCut(
+        affinity="precomputed", n_sweeps=FAST_SWEEPS
+    ).fit_predict(A)
     np.testing.assert_array_equal(first.labels_, second)
     assert first.labels_[0] == 0
     assert set(np.unique(first.labels_)) <= {0, 1}
@@ -144,6 +166,168 @@ def test_weight_scale_invariance():
     np.testing.assert_array_equal(mc.labels_, scaled.labels_)
     assert scaled.cut_value_ == pytest.approx(1000.0 * mc.cut_value_, rel=1e-12)
     assert scaled.upper_bound_ == pytest.approx(1000.0 * mc.upper_bound_, rel=1e-6)
+
+
+# ------------------------------------------------------------- improvement phase
+
+
+def dense_one_flip(A, spins):
+    """1-flip local optimum by a plain dense loop (independent of the library)."""
+    A = np.asarray(A, dtype=float)
+    spins = np.array(spins, dtype=float)
+    while True:
+        gains = spins * (A @ spins)
+        i = int(np.argmax(gains))
+        if gains[i] <= 1e-9:
+            return spins
+        spins[i] = -spins[i]
+
+
+def spins_cut(A, spins):
+    return labels_cut(A, np.asarray(spins) < 0)
+
+
+def stuck_start(A, seed):
+    """A random cut made 1-flip optimal: no single flip raises it."""
+    rng = np.random.default_rng(seed)
+    start = dense_one_flip(A, np.where(rng.random(A.shape[0]) < 0.5, 1.0, -1.0))
+    assert (start * (A @ start)).max() <= 1e-9
+    return start
+
+
+def run_search(method, A, start, seed):
+    rng = np.random.default_rng(seed)
+    if method == "tabu":
+        return tabu_search(sparse.csr_matrix(A), start, 2000, rng)[0]
+    return anneal(
+        sparse.csr_matrix(A),
+        start,
+        n_sweeps=300,
+        n_replicas=8,
+        temperatures=_maxcut._ANNEALING_TEMPERATURES,
+        rng=rng,
+    )[0]
+
+
+@pytest.mark.parametrize("method", ["tabu", "annealing"])
+@pytest.mark.parametrize("seed", range(4))
+def test_search_escapes_one_flip_local_optimum(method, seed):
+    # From a cut no single flip improves, the stronger searches must move: a
+    # strictly better cut, by an independent dense cut computation.
+    A = gnp(60, 0.3, seed, signed=seed % 2 == 1)
+    start = stuck_start(A, seed)
+    result = run_search(method, A, start, seed)
+    assert set(np.unique(result)) <= {-1.0, 1.0}
+    # Integer weights: a better cut is better by at least 1.
+    assert spins_cut(A, result) >= spins_cut(A, start) + 1.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_annealing_gain_is_exact_with_real_weights(seed):
+    # Flipping a whole colour class at once is exact only if the class shares no
+    # edge: the reported gain must equal the independently recomputed change.
+    rng = np.random.default_rng(seed)
+    A = gnp(60, 0.3, seed, signed=True) * rng.uniform(0.5, 2.0, size=(60, 60))
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    start = stuck_start(A, seed)
+    best, gain = anneal(
+        sparse.csr_matrix(A),
+        start,
+        n_sweeps=200,
+        n_replicas=4,
+        temperatures=(2.0, 0.1),
+        rng=rng,
+    )
+    assert gain > 0.0
+    assert gain == pytest.approx(spins_cut(A, best) - spins_cut(A, start), abs=1e-9)
+
+
+@pytest.mark.parametrize("graph", ["gnp", "grid"])
+def test_greedy_colouring_is_proper(graph):
+    if graph == "gnp":
+        A = sparse.csr_matrix(gnp(80, 0.2, 0))
+    else:
+        A = sparse.csr_matrix(toroidal_grid(6, 5))
+    classes = greedy_colouring(A)
+    np.testing.assert_array_equal(
+        np.sort(np.concatenate(classes)), np.arange(80 if graph == "gnp" else 30)
+    )
+    for idx in classes:
+        assert A[idx][:, idx].nnz == 0  # no edge inside a class
+    max_degree = np.diff(A.indptr).max()
+    assert len(classes) <= max_degree + 1
+
+
+def test_annealing_never_returns_below_its_start(monkeypatch):
+    # At a temperature far above every gain the chains wander to random cuts,
+    # far below the start; the best-seen rule must still return the start.
+    A = gnp(60, 0.3, 1, signed=True)
+    start = stuck_start(A, 1)
+    best, gain = anneal(
+        sparse.csr_matrix(A),
+        start,
+        n_sweeps=30,
+        n_replicas=4,
+        temperatures=(1e3, 5e2),
+        rng=np.random.default_rng(0),
+    )
+    assert gain == 0.0
+    np.testing.assert_array_equal(best, start)
+    # The estimator under the same hot schedule keeps the rounded cut (made
+    # 1-flip optimal), never less.
+    monkeypatch.setattr(_maxcut, "_ANNEALING_TEMPERATURES", (1e3, 5e2))
+    hot = fit(sparse.csr_matrix(A), n_sweeps=30)
+    flip = fit(sparse.csr_matrix(A), local_search="1-flip")
+    assert hot.cut_value_ >= hot.rounded_cut_value_
+    assert hot.cut_value_ == flip.cut_value_ == labels_cut(A, hot.labels_)
+
+
+def test_annealing_beats_one_flip_from_the_rounding():
+    # The rounding is strong on small graphs (often optimal): never worse on any
+    # graph, strictly better summed over them.
+    gains = []
+    for seed in range(4):
+        A = sparse.csr_matrix(gnp(150, 0.1, seed, signed=True))
+        flip = fit(A, local_search="1-flip")
+        annealed = fit(A, local_search="annealing", n_sweeps=300)
+        assert annealed.rounded_cut_value_ == flip.rounded_cut_value_
+        assert annealed.cut_value_ == labels_cut(A, annealed.labels_)
+        gains.append(annealed.cut_value_ - flip.cut_value_)
+    assert min(gains) >= 0.0
+    assert sum(gains) >= 2.0
+
+
+def test_n_sweeps_zero_is_one_flip_and_random_state_fixes_the_cut():
+    A = sparse.csr_matrix(gnp(100, 0.1, 3, signed=True))
+    flip = fit(A, local_search="1-flip")
+    zero = fit(A, n_sweeps=0)
+    np.testing.assert_array_equal(zero.labels_, flip.labels_)
+    first = fit(A, random_state=5)
+    second = fit(A, random_state=5)
+    np.testing.assert_array_equal(first.labels_, second.labels_)
+
+
+def test_more_sweeps_and_replicas_find_better_cuts():
+    # Summed over graphs, so that one lucky short run cannot decide it.
+    graphs = [sparse.csr_matrix(gnp(200, 0.05, seed, signed=True)) for seed in range(3)]
+    starts = [stuck_start(A.toarray(), seed) for seed, A in enumerate(graphs)]
+
+    def total(n_sweeps, n_replicas):
+        cuts = []
+        for A, start in zip(graphs, starts, strict=True):
+            best, _ = anneal(
+                A,
+                start,
+                n_sweeps=n_sweeps,
+                n_replicas=n_replicas,
+                temperatures=_maxcut._ANNEALING_TEMPERATURES,
+                rng=np.random.default_rng(0),
+            )
+            cuts.append(spins_cut(A.toarray(), best))
+        return sum(cuts)
+
+    assert total(400, 8) > total(20, 8)
+    assert total(200, 16) > total(200, 1)
 
 
 # ------------------------------------------------------------- closed form
@@ -408,7 +592,10 @@ def test_cli_maxcut(tmp_path, capsys):
     graph = tmp_path / "g.txt"
     write_gset(graph, A)
     out = tmp_path / "labels.txt"
-    assert cli_main(["maxcut", str(graph), "--labels", str(out)]) == 0
+    status = cli_main(
+        ["maxcut", str(graph), "--labels", str(out), "--n-sweeps", str(FAST_SWEEPS)]
+    )
+    assert status == 0
     printed = capsys.readouterr().out
     assert "certified upper bound" in printed
     labels = np.loadtxt(out, dtype=int)

@@ -66,7 +66,7 @@ def demo_maxcut():
         f"{mc.grad_norm_:.1e}, min Hessian eig {mc.min_hessian_eig_:.1e}, "
         f"{mc.n_stages_} lambda stages"
     )
-    print("  after 1-flip polish:")
+    print("  after the annealing phase (the default local_search):")
     _report(mc, A, elapsed)
     print()
 
@@ -85,9 +85,16 @@ def add_maxcut_arguments(parser):
     )
     parser.add_argument(
         "--local-search",
-        choices=["1-flip", "tabu", "none"],
-        default="1-flip",
-        help="local improvement of the rounded cut (default: 1-flip)",
+        choices=["annealing", "1-flip", "tabu", "none"],
+        default="annealing",
+        help="improvement of the rounded cut (default: annealing)",
+    )
+    parser.add_argument(
+        "--n-sweeps",
+        type=int,
+        default=None,
+        help="annealing budget in sweeps over all vertices (default: 1000, "
+        "fewer below 1000 vertices)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0)
     return parser
@@ -151,7 +158,10 @@ def _run_maxcut(args):
     local_search = None if args.local_search == "none" else args.local_search
     start = time.perf_counter()
     mc = DeterministicMaxCut(
-        affinity="precomputed", local_search=local_search, verbose=args.verbose
+        affinity="precomputed",
+        local_search=local_search,
+        n_sweeps="auto" if args.n_sweeps is None else args.n_sweeps,
+        verbose=args.verbose,
     ).fit(A)
     elapsed = time.perf_counter() - start
     print(f"graph                 {args.graph_file}")
