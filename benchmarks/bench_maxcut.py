@@ -1,166 +1,322 @@
-"""DeterministicMaxCut on the Gset graphs against best-known cuts and GW rounding.
+"""DeterministicMaxCut against dwave-samplers' annealing and tabu, in one run.
 
-For each graph: n, m, the best-known cut, our cut and its ratio to best-known, the
-certified upper bound, the exact expected Goemans-Williamson cut of the same SDP
-vectors, the best of ``--n-gw`` random-hyperplane roundings without and with the
-same local search as ours, and the wall time of each stage. With ``--tabu`` a
-column shows what the optional ``local_search="tabu"`` reaches from our rounding.
-If cvxpy is installed, GW with a generic SDP solver (SCS) is timed on the
-smallest graphs as an anchor.
+For each graph: our default fit (derandomized Goemans-Williamson rounding, then
+the annealing phase) with its cut, certified upper bound, cut / bound, ratio to
+the best-known cut (Gset only), the cut before the improvement phase, and the
+wall time of each stage; then, on the same graph and in the same process,
 
-Run from the repository root::
+- ``SimulatedAnnealingSampler`` (dwave-samplers, C++): 10 reads, the number of
+  sweeps calibrated so that its wall time equals our fit's (``--sa-reads``);
+- ``TabuSampler``: one read with a timeout equal to our fit's wall time.
 
-    python benchmarks/bench_maxcut.py                 # all 27 graphs
-    python benchmarks/bench_maxcut.py --graphs G1,G6  # a subset
+MAXCUT is the Ising problem ``min sum_{i<j} w_ij s_i s_j`` (``J = w``, ``h = 0``);
+every cut below is recomputed from the returned spins. ``--large`` adds the
+n = 100,000 graphs (3-regular and toroidal), each fitted in a child process
+whose peak resident memory is reported, against annealing with its default
+settings.
 
-Wall times depend on the load of the machine; the "cpu s" column is the CPU time
-of the fit (one BLAS thread), which does not.
+Run from the repository root, one BLAS thread, under the timing lock::
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
+        flock /tmp/skderand-timing.lock python benchmarks/bench_maxcut.py --large
+
+    python benchmarks/bench_maxcut.py --graphs G1,G14 --no-generated  # a subset
 """
 
 import argparse
 import csv
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info
 
 from skderand import DeterministicMaxCut
-from skderand.maxcut import read_gset
-from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
+from skderand.maxcut import (
+    delaunay_graph,
+    random_regular_graph,
+    read_gset,
+    toroidal_grid_graph,
+)
+from skderand.maxcut._local_search import cut_value
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
+GSET_NAMES = [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
+# Sweeps of the short calibration run that measures SA's time per sweep.
+CALIBRATION_SWEEPS = 50
+
+GENERATED = {
+    "torus100x100+-1": lambda: toroidal_grid_graph(100, 100, random_state=0),
+    "planar10k+1": lambda: delaunay_graph(10_000, random_state=0),
+    "planar10k+-1": lambda: delaunay_graph(10_000, signed=True, random_state=0),
+}
+LARGE = {
+    "3-regular100k+1": lambda: random_regular_graph(100_000, 3, random_state=0),
+    "torus316x316+-1": lambda: toroidal_grid_graph(316, 316, random_state=0),
+}
 
 
-def gw_roundings(A, V, local_search, n_rounds, seed):
-    """Best cut of ``n_rounds`` random hyperplanes, raw and after local search."""
-    rng = np.random.default_rng(seed)
-    signs = np.where(V @ rng.standard_normal((V.shape[1], n_rounds)) >= 0, 1.0, -1.0)
-    raw, polished = [], []
-    for s in signs.T:
-        raw.append(cut_value(A, s))
-        if local_search == "tabu":
-            s = tabu_search(A, s, 20 * A.shape[0], rng)[0]
-        elif local_search == "1-flip":
-            s = one_flip(A, s)[0]
-        polished.append(cut_value(A, s))
-    return max(raw), max(polished)
+def ising_model(A):
+    """The Ising model ``J = w`` (upper triangle), ``h = 0``, of adjacency ``A``."""
+    import dimod
+
+    upper = A.tocoo()
+    keep = upper.row < upper.col
+    return dimod.BinaryQuadraticModel.from_numpy_vectors(
+        np.zeros(A.shape[0]),
+        (upper.row[keep], upper.col[keep], upper.data[keep]),
+        0.0,
+        "SPIN",
+    )
 
 
-def cvxpy_gw(A):
-    """Solve the GW SDP with cvxpy + SCS; return ``(value, seconds)``."""
-    import cvxpy as cp
+def best_cut(A, sampleset):
+    """Largest cut among the samples, recomputed from the spins."""
+    order = np.argsort(np.asarray(list(sampleset.variables)))
+    spins = sampleset.record.sample[:, order].astype(np.float64)
+    return max(cut_value(A, s) for s in spins)
 
-    n = A.shape[0]
-    L = np.diag(np.asarray(A.sum(axis=1)).ravel()) - A.toarray()
-    X = cp.Variable((n, n), PSD=True)
-    problem = cp.Problem(cp.Maximize(cp.trace(L @ X) / 4), [cp.diag(X) == 1])
+
+def run_sa(A, bqm, seconds, reads):
+    """SA with ``reads`` reads and as many sweeps as fit in ``seconds``."""
+    from dwave.samplers import SimulatedAnnealingSampler
+
+    sampler = SimulatedAnnealingSampler()
     start = time.perf_counter()
-    problem.solve(solver=cp.SCS)
-    return problem.value, time.perf_counter() - start
+    sampler.sample(bqm, num_reads=reads, num_sweeps=CALIBRATION_SWEEPS, seed=0)
+    per_sweep = (time.perf_counter() - start) / CALIBRATION_SWEEPS
+    sweeps = max(1, int(seconds / per_sweep))
+    start = time.perf_counter()
+    result = sampler.sample(bqm, num_reads=reads, num_sweeps=sweeps, seed=0)
+    return best_cut(A, result), time.perf_counter() - start, sweeps
+
+
+def run_sa_default(A, bqm):
+    from dwave.samplers import SimulatedAnnealingSampler
+
+    start = time.perf_counter()
+    result = SimulatedAnnealingSampler().sample(bqm, seed=0)
+    return best_cut(A, result), time.perf_counter() - start
+
+
+def run_tabu(A, bqm, seconds):
+    from dwave.samplers import TabuSampler
+
+    start = time.perf_counter()
+    result = TabuSampler().sample(
+        bqm, num_reads=1, timeout=max(1, int(1000 * seconds)), seed=0
+    )
+    return best_cut(A, result), time.perf_counter() - start
+
+
+def fit_ours(A):
+    with warnings.catch_warnings():
+        # Benchmark output only: a ConvergenceWarning is reported in the table
+        # (column "cert") instead.
+        warnings.simplefilter("ignore")
+        mc = DeterministicMaxCut(affinity="precomputed").fit(A)
+    return mc
+
+
+def stage_times(mc):
+    t = mc.timings_
+    return (
+        f"{t['sdp']:>6.2f} {t['upper_bound']:>6.2f} {t['rounding']:>6.2f} "
+        f"{t['local_search']:>6.2f} {t['total']:>6.2f}"
+    )
+
+
+STAGES = f"{'sdp s':>6} {'bnd s':>6} {'rnd s':>6} {'impr s':>6} {'total':>6}"
+
+
+def gset_section(names, sa_reads, dwave):
+    with open(GSET / "best_known.csv") as f:
+        best_known = {r["name"]: int(r["best_known_cut"]) for r in csv.DictReader(f)}
+    print(
+        f"{'graph':>5} {'n':>5} {'m':>6} {'best':>6} {'ours':>6} {'bound':>8} "
+        f"{'c/bnd':>6} {'ratio':>7} {'rnded':>7} {'SA':>6} {'ratio':>7} "
+        f"{'sweeps':>7} {'SA s':>5} {'tabu':>6} {'ratio':>7} {'>=SA':>4} "
+        f"{'>=tabu':>6} {'cert':>4} {STAGES}"
+    )
+    rows = []
+    for name in names:
+        A = read_gset(GSET / f"{name}.txt")
+        best = best_known[name]
+        mc = fit_ours(A)
+        seconds = mc.timings_["total"]
+        sa = tabu = (float("nan"), float("nan"))
+        sweeps = 0
+        if dwave:
+            bqm = ising_model(A)
+            sa_cut, sa_time, sweeps = run_sa(A, bqm, seconds, sa_reads)
+            sa = (sa_cut, sa_time)
+            tabu = run_tabu(A, bqm, seconds)
+        row = {
+            "name": name,
+            "n": A.shape[0],
+            "ratio": mc.cut_value_ / best,
+            "bound_ok": mc.upper_bound_ >= best,
+            "ge_sa": mc.cut_value_ >= sa[0],
+            "ge_tabu": mc.cut_value_ >= tabu[0],
+            "total": seconds,
+            "sa_ratio": sa[0] / best,
+            "tabu_ratio": tabu[0] / best,
+        }
+        rows.append(row)
+        print(
+            f"{name:>5} {A.shape[0]:>5} {A.nnz // 2:>6} {best:>6} "
+            f"{mc.cut_value_:>6.0f} {mc.upper_bound_:>8.1f} "
+            f"{mc.cut_value_ / mc.upper_bound_:>6.4f} {row['ratio']:>7.4f} "
+            f"{mc.rounded_cut_value_ / best:>7.4f} {sa[0]:>6.0f} "
+            f"{row['sa_ratio']:>7.4f} {sweeps:>7d} {sa[1]:>5.1f} {tabu[0]:>6.0f} "
+            f"{row['tabu_ratio']:>7.4f} {str(row['ge_sa'])[0]:>4} "
+            f"{str(row['ge_tabu'])[0]:>6} {str(mc.certified_)[0]:>4} "
+            f"{stage_times(mc)}",
+            flush=True,
+        )
+    ratios = np.array([r["ratio"] for r in rows])
+    slow = [r["name"] for r in rows if r["n"] <= 2000 and r["total"] > 5.0]
+    print(
+        f"\nours: mean ratio {ratios.mean():.4f}, min {ratios.min():.4f} "
+        f"({rows[int(ratios.argmin())]['name']}); bound >= best-known on "
+        f"{sum(r['bound_ok'] for r in rows)}/{len(rows)}; fit over 5 s (n <= 2000): "
+        f"{len(slow)}/{len(rows)} {slow or ''}"
+    )
+    if dwave:
+        print(
+            f"SA ({sa_reads} reads, same time): mean ratio "
+            f"{np.mean([r['sa_ratio'] for r in rows]):.4f}; ours >= SA on "
+            f"{sum(r['ge_sa'] for r in rows)}/{len(rows)}"
+        )
+        print(
+            f"tabu (same time): mean ratio "
+            f"{np.mean([r['tabu_ratio'] for r in rows]):.4f}; ours >= tabu on "
+            f"{sum(r['ge_tabu'] for r in rows)}/{len(rows)}"
+        )
+
+
+def generated_section(graphs, sa_reads, dwave):
+    print(
+        f"{'graph':>16} {'n':>6} {'m':>6} {'ours':>7} {'bound':>9} {'c/bnd':>6} "
+        f"{'rnded':>7} {'SA':>7} {'sweeps':>7} {'SA s':>5} {'tabu':>7} "
+        f"{'>=SA':>4} {'>=tabu':>6} {'cert':>4} {STAGES}"
+    )
+    for name, make in graphs.items():
+        A = make()
+        mc = fit_ours(A)
+        seconds = mc.timings_["total"]
+        sa, tabu, sweeps = (float("nan"), float("nan")), (float("nan"), 0.0), 0
+        if dwave:
+            bqm = ising_model(A)
+            sa_cut, sa_time, sweeps = run_sa(A, bqm, seconds, sa_reads)
+            sa = (sa_cut, sa_time)
+            tabu = run_tabu(A, bqm, seconds)
+        print(
+            f"{name:>16} {A.shape[0]:>6} {A.nnz // 2:>6} {mc.cut_value_:>7.0f} "
+            f"{mc.upper_bound_:>9.1f} {mc.cut_value_ / mc.upper_bound_:>6.4f} "
+            f"{mc.rounded_cut_value_:>7.0f} {sa[0]:>7.0f} {sweeps:>7d} "
+            f"{sa[1]:>5.1f} {tabu[0]:>7.0f} {str(mc.cut_value_ >= sa[0])[0]:>4} "
+            f"{str(mc.cut_value_ >= tabu[0])[0]:>6} {str(mc.certified_)[0]:>4} "
+            f"{stage_times(mc)}",
+            flush=True,
+        )
+
+
+def large_child(name):
+    """Fit one large graph (in a child process): JSON with cut, times, memory."""
+    A = LARGE[name]()
+    mc = fit_ours(A)
+    result = {
+        "n": A.shape[0],
+        "m": A.nnz // 2,
+        "cut": mc.cut_value_,
+        "rounded": mc.rounded_cut_value_,
+        "bound": mc.upper_bound_,
+        "certified": bool(mc.certified_),
+        "timings": mc.timings_,
+        # Linux reports the peak resident set size in KiB.
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print(json.dumps(result))
+
+
+def large_section(dwave):
+    print(
+        f"{'graph':>16} {'n':>6} {'m':>6} {'ours':>7} {'bound':>9} {'c/bnd':>6} "
+        f"{'rnded':>7} {'SAdef':>7} {'SA s':>5} {'>=SA':>4} {'peak MiB':>8} "
+        f"{'cert':>4} {STAGES}"
+    )
+    for name in LARGE:
+        out = subprocess.run(
+            [sys.executable, __file__, "--large-child", name],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        sa = (float("nan"), float("nan"))
+        if dwave:
+            A = LARGE[name]()
+            sa = run_sa_default(A, ising_model(A))
+        t = r["timings"]
+        print(
+            f"{name:>16} {r['n']:>6} {r['m']:>6} {r['cut']:>7.0f} {r['bound']:>9.1f} "
+            f"{r['cut'] / r['bound']:>6.4f} {r['rounded']:>7.0f} {sa[0]:>7.0f} "
+            f"{sa[1]:>5.1f} {str(r['cut'] >= sa[0])[0]:>4} {r['peak_mib']:>8.0f} "
+            f"{str(r['certified'])[0]:>4} {t['sdp']:>6.2f} {t['upper_bound']:>6.2f} "
+            f"{t['rounding']:>6.2f} {t['local_search']:>6.2f} {t['total']:>6.2f}",
+            flush=True,
+        )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--graphs", help="comma-separated names, e.g. G1,G6")
-    parser.add_argument("--n-gw", type=int, default=100, help="GW roundings")
-    parser.add_argument(
-        "--local-search", default="1-flip", choices=["1-flip", "tabu", "none"]
-    )
-    parser.add_argument(
-        "--tabu", action="store_true", help="also run tabu from our rounding"
-    )
-    parser.add_argument(
-        "--cvxpy-graphs", default="G11", help="graphs for the cvxpy+SCS anchor"
-    )
+    parser.add_argument("--graphs", help="comma-separated Gset names, e.g. G1,G6")
+    parser.add_argument("--no-gset", action="store_true")
+    parser.add_argument("--no-generated", action="store_true")
+    parser.add_argument("--large", action="store_true", help="n = 100,000 graphs")
+    parser.add_argument("--no-dwave", action="store_true", help="ours only")
+    parser.add_argument("--sa-reads", type=int, default=10)
+    parser.add_argument("--large-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    local_search = None if args.local_search == "none" else args.local_search
-
-    with open(GSET / "best_known.csv") as f:
-        best_known = {
-            row["name"]: int(row["best_known_cut"]) for row in csv.DictReader(f)
-        }
-    names = sorted(best_known, key=lambda s: int(s[1:]))
-    if args.graphs:
-        names = [g.strip() for g in args.graphs.split(",")]
-
-    columns = (
-        f"{'graph':>5} {'n':>5} {'m':>6} {'best':>6} {'ours':>6} {'ratio':>7} "
-        f"{'bound':>8} {'E[GW]':>8} {'GWbest':>6} {'GW+LS':>6} {'>GW+LS':>6} "
-        + (f"{'tabu':>6} {'ratio':>7} " if args.tabu else "")
-        + f"{'|V|':>7} {'cert':>4} {'sdp s':>6} {'bnd s':>6} {'rnd s':>6} "
-        f"{'LS s':>5} {'total':>6} {'cpu s':>6}"
-    )
-    print(f"local search: {args.local_search}; GW roundings: {args.n_gw}")
-    print(columns)
-    ratios, wins, tabu_ratios, slow, slow_cpu = [], [], [], [], []
-    for name in names:
-        A = read_gset(GSET / f"{name}.txt")
-        n, m = A.shape[0], A.nnz // 2
-        cpu = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            mc = DeterministicMaxCut(
-                affinity="precomputed", local_search=local_search
-            ).fit(A)
-        cpu = time.process_time() - cpu
-        t = mc.timings_
-        with threadpool_limits(1):
-            gw_raw, gw_ls = gw_roundings(A, mc.sdp_vectors_, local_search, args.n_gw, 0)
-        best = best_known[name]
-        ratio = mc.cut_value_ / best
-        ratios.append(ratio)
-        wins.append(mc.cut_value_ > gw_ls)
-        if n <= 2000 and t["total"] >= 10:
-            slow.append(name)
-        if n <= 2000 and cpu >= 10:
-            slow_cpu.append(name)
-        line = (
-            f"{name:>5} {n:>5} {m:>6} {best:>6} {mc.cut_value_:>6.0f} {ratio:>7.4f} "
-            f"{mc.upper_bound_:>8.1f} {mc.expected_gw_cut_:>8.1f} {gw_raw:>6.0f} "
-            f"{gw_ls:>6.0f} {str(bool(wins[-1])):>6} "
-        )
-        if args.tabu:
-            spins = np.where(mc.mu_ >= 0, 1.0, -1.0)
-            with threadpool_limits(1):
-                spins, _ = tabu_search(A, spins, 20 * n, np.random.default_rng(0))
-            tabu_cut = cut_value(A, spins)
-            tabu_ratios.append(tabu_cut / best)
-            line += f"{tabu_cut:>6.0f} {tabu_cut / best:>7.4f} "
-        line += (
-            f"{mc.rounding_v_norm_:>7.1e} {str(mc.certified_)[0]:>4} "
-            f"{t['sdp']:>6.2f} {t['upper_bound']:>6.2f} {t['rounding']:>6.2f} "
-            f"{t['local_search']:>5.2f} {t['total']:>6.2f} {cpu:>6.2f}"
-        )
-        print(line, flush=True)
-    print(
-        f"\nmean ratio {np.mean(ratios):.4f}, min ratio {np.min(ratios):.4f}; "
-        f"ours > best of {args.n_gw} GW + same local search on {sum(wins)}/"
-        f"{len(wins)} graphs; n <= 2000 graphs at or over 10 s: wall {slow or 'none'}, "
-        f"CPU {slow_cpu or 'none'}"
-    )
-    if tabu_ratios:
-        print(
-            f"with tabu from our rounding: mean ratio {np.mean(tabu_ratios):.4f}, "
-            f"min ratio {np.min(tabu_ratios):.4f}"
-        )
-
-    try:
-        import cvxpy  # noqa: F401
-    except ImportError:
-        print("cvxpy not installed: no SCS anchor.")
+    if args.large_child:
+        large_child(args.large_child)
         return
-    print("\ncvxpy + SCS Goemans-Williamson SDP (time anchor):")
-    for name in [g for g in args.cvxpy_graphs.split(",") if g]:
-        A = read_gset(GSET / f"{name}.txt")
-        value, seconds = cvxpy_gw(A)
-        mc = DeterministicMaxCut(affinity="precomputed").fit(A)
-        print(
-            f"{name}: SCS SDP value {value:.1f} in {seconds:.1f} s; ours: SDP "
-            f"{mc.sdp_value_:.1f}, bound {mc.upper_bound_:.1f} in "
-            f"{mc.timings_['sdp'] + mc.timings_['upper_bound']:.1f} s"
-        )
+    dwave = not args.no_dwave
+    blas = [
+        f"{i['internal_api']}:{i['num_threads']}"
+        for i in threadpool_info()
+        if i["user_api"] == "blas"
+    ]
+    print(
+        f"# load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
+        f"{os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; BLAS threads "
+        f"{', '.join(blas)}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
+    print(
+        "# ours: DeterministicMaxCut() defaults; stage columns: SDP, dual bound, "
+        "derandomized rounding, improvement (annealing), total fit (wall s).\n"
+        f"# SA: dwave-samplers SimulatedAnnealingSampler, {args.sa_reads} reads, "
+        "sweeps calibrated to our wall time; tabu: TabuSampler, 1 read, timeout = "
+        "our wall time.\n# rnded: cut (or ratio) before the improvement phase; "
+        "c/bnd: cut / certified upper bound."
+    )
+    if not args.no_gset:
+        names = args.graphs.split(",") if args.graphs else GSET_NAMES
+        print("\n## Gset")
+        gset_section(names, args.sa_reads, dwave)
+    if not args.no_generated:
+        print("\n## Generated graphs (n = 10,000)")
+        generated_section(GENERATED, args.sa_reads, dwave)
+    if args.large:
+        print("\n## n = 100,000 (child process per fit; SA with its default settings)")
+        large_section(dwave)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from skderand.maxcut._rounding import (
     separation_probability,
 )
 
+# The graphs the default suite needs ship in tests/data; the others are read from
+# the shared data set when it is there (slow tests).
+LOCAL_GSET = Path(__file__).parent / "data" / "gset"
 GSET = Path(__file__).parents[1] / ".." / "shared" / "data" / "gset"
 
 
@@ -330,6 +333,94 @@ def test_more_sweeps_and_replicas_find_better_cuts():
     assert total(200, 16) > total(200, 1)
 
 
+# ------------------------------------------------------------- parameters
+
+
+def test_lambda_schedule_follows_lambda_init_and_growth():
+    A = sparse.csr_matrix(gnp(80, 0.15, 2, signed=True))
+    for lambda_init, lambda_growth in [(1e-3, 3.0), (5e-3, 2.0)]:
+        mc = fit(A, lambda_init=lambda_init, lambda_growth=lambda_growth)
+        history = mc.rounding_history_
+        stage_lambdas = [
+            history["lambda"][history["stage"] == k][0] for k in range(mc.n_stages_)
+        ]
+        expected = lambda_init * lambda_growth ** np.arange(mc.n_stages_)
+        np.testing.assert_allclose(stage_lambdas, expected, rtol=1e-12)
+        assert mc.lambda_ == pytest.approx(expected[-1], rel=1e-12)
+
+
+def test_max_stages_caps_the_stages(recwarn):
+    A = sparse.csr_matrix(gnp(80, 0.15, 2, signed=True))
+    full = fit(A)
+    assert full.n_stages_ >= 3
+    capped = fit(A, max_stages=2)
+    assert capped.n_stages_ == 2
+    assert set(capped.rounding_history_["stage"]) == {0, 1}
+    # Stopped before the penalty drove V to zero.
+    assert capped.rounding_v_norm_ > 10 * full.rounding_v_norm_
+
+
+@pytest.mark.parametrize("rounding_rank", [1, 3, None])
+def test_rounding_rank_projects_the_sdp_vectors(monkeypatch, rounding_rank):
+    # The rounding starts from the SDP vectors projected on their leading
+    # principal directions, rows renormalized; None keeps them as they are.
+    seen = {}
+    original = _maxcut.derandomized_rounding
+
+    def spy(n, rows, cols, weights, V, rng, **kwargs):
+        seen["V"] = V.copy()
+        return original(n, rows, cols, weights, V, rng, **kwargs)
+
+    monkeypatch.setattr(_maxcut, "derandomized_rounding", spy)
+    A = sparse.csr_matrix(gnp(60, 0.2, 1, signed=True))
+    mc = fit(A, rounding_rank=rounding_rank)
+    V_sdp, V = mc.sdp_vectors_, seen["V"]
+    if rounding_rank is None:
+        np.testing.assert_allclose(V, V_sdp, atol=1e-12)
+        return
+    assert V.shape == (60, rounding_rank)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=1), 1.0, rtol=1e-12)
+    # Rows of V are the SDP vectors' coordinates on the top principal axes.
+    _, _, axes = np.linalg.svd(V_sdp, full_matrices=False)
+    coords = V_sdp @ axes[:rounding_rank].T
+    coords /= np.linalg.norm(coords, axis=1)[:, None]
+    np.testing.assert_allclose(np.abs(V), np.abs(coords), atol=1e-8)
+
+
+def test_n_tabu_moves_budget():
+    # No move: exactly the 1-flip result; a budget: better, summed over graphs.
+    gains = []
+    for seed in range(3):
+        A = sparse.csr_matrix(gnp(150, 0.1, seed, signed=True))
+        flip = fit(A, local_search="1-flip")
+        idle = fit(A, local_search="tabu", n_tabu_moves=0)
+        np.testing.assert_array_equal(idle.labels_, flip.labels_)
+        busy = fit(A, local_search="tabu", n_tabu_moves=3000)
+        assert busy.cut_value_ == labels_cut(A, busy.labels_)
+        gains.append(busy.cut_value_ - flip.cut_value_)
+    assert min(gains) >= 0.0 and sum(gains) >= 1.0
+
+
+@pytest.mark.parametrize(
+    "n, params, sweeps",
+    [(60, {}, 100), (150, {}, 150), (60, {"n_sweeps": 7, "n_replicas": 3}, 7)],
+)
+def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, sweeps):
+    A = sparse.csr_matrix(gnp(n, 0.15, 0, signed=True))
+    params.setdefault("n_sweeps", "auto")
+    quiet = fit(A, **params)
+    assert capsys.readouterr().out == ""
+    mc = fit(A, verbose=1, **params)
+    lines = capsys.readouterr().out.splitlines()
+    stage_lines = [line for line in lines if " stage " in line]
+    assert len(stage_lines) == mc.n_stages_
+    annealing = [line for line in lines if "annealing" in line]
+    assert len(annealing) == 1
+    replicas = params.get("n_replicas", 16)
+    assert f"{replicas} replicas x {sweeps} sweeps" in annealing[0]
+    np.testing.assert_array_equal(quiet.labels_, mc.labels_)  # printing only
+
+
 # ------------------------------------------------------------- closed form
 
 
@@ -522,17 +613,68 @@ def test_euclidean_affinity_separates_two_blobs():
     assert adjusted_rand_score(y, labels) == 1.0
 
 
-@pytest.mark.parametrize("affinity", ["rbf", "nearest_neighbors", "callable"])
-def test_feature_affinities(affinity):
-    X, _ = make_blobs(n_samples=30, random_state=1)
+def documented_graph(X, affinity, gamma=1.0, n_neighbors=10):
+    """Each feature affinity's graph as its docstring defines it, from scratch."""
+    diff = X[:, None, :] - X[None, :, :]
+    sq_dist = np.einsum("ijk,ijk->ij", diff, diff)
+    if affinity == "euclidean":
+        A = np.sqrt(sq_dist)
+    elif affinity == "rbf":
+        A = np.exp(-gamma * sq_dist)
+    elif affinity == "nearest_neighbors":
+        n = X.shape[0]
+        knn = np.zeros((n, n))
+        for i in range(n):
+            others = np.argsort(np.where(np.arange(n) == i, np.inf, sq_dist[i]))
+            knn[i, others[:n_neighbors]] = 1.0
+        A = 0.5 * (knn + knn.T)
+    else:
+        A = np.abs(X[:, :1] - X[:, :1].T)
+    np.fill_diagonal(A, 0.0)
+    return A
+
+
+FEATURE_CASES = [
+    ("euclidean", {}),
+    ("rbf", {"gamma": 0.05}),
+    ("rbf", {"gamma": 1.0}),
+    ("nearest_neighbors", {"n_neighbors": 2}),
+    ("nearest_neighbors", {"n_neighbors": 4}),
+    ("callable", {}),
+]
+
+
+@pytest.mark.parametrize("affinity, params", FEATURE_CASES)
+@pytest.mark.parametrize("seed", range(2))
+def test_feature_affinities_build_the_documented_graph(affinity, params, seed):
+    # Small inputs: the cut is checked against the brute-force optimum of the
+    # graph the docstring documents, built independently here. A wrong graph
+    # makes cut_value_ disagree with the labels' cut on it.
+    X, _ = make_blobs(n_samples=13, centers=3, random_state=seed)
+    A = documented_graph(X, affinity, **params)
     if affinity == "callable":
 
         def affinity(Z):
             return np.abs(Z[:, :1] - Z[:, :1].T)
 
-    mc = DeterministicMaxCut(affinity=affinity, n_neighbors=4).fit(X)
-    assert mc.labels_.shape == (30,)
-    assert mc.upper_bound_ >= mc.cut_value_ - 1e-9
+    mc = DeterministicMaxCut(affinity=affinity, **params).fit(X)
+    assert mc.cut_value_ == pytest.approx(labels_cut(A, mc.labels_), rel=1e-12)
+    optimum = brute_force_max_cut(A)
+    assert mc.cut_value_ >= optimum * (1 - 1e-9)
+    assert mc.upper_bound_ >= optimum * (1 - 1e-9)
+
+
+def test_nearest_neighbors_graph_is_sparse_and_symmetric():
+    # n_neighbors shapes the graph: weight 1 for mutual neighbours, 1/2 for
+    # one-sided ones, so the total weight is between n k / 2 and n k.
+    X, _ = make_blobs(n_samples=40, random_state=0)
+    for k in (1, 3, 6):
+        A = documented_graph(X, "nearest_neighbors", n_neighbors=k)
+        assert 40 * k / 2 <= A.sum() / 2 <= 40 * k
+        mc = DeterministicMaxCut(affinity="nearest_neighbors", n_neighbors=k).fit(X)
+        assert mc.cut_value_ == pytest.approx(labels_cut(A, mc.labels_))
+        # An anticlustering: most neighbour pairs are split.
+        assert mc.cut_value_ >= 0.6 * A.sum() / 2
 
 
 def test_callable_affinity_with_wrong_shape():
@@ -554,25 +696,36 @@ def test_pairwise_tag_follows_affinity():
 
 
 def _gset(name):
-    if not (GSET / f"{name}.txt").exists():
+    folder = LOCAL_GSET if (LOCAL_GSET / f"{name}.txt").exists() else GSET
+    if not (folder / f"{name}.txt").exists():
         pytest.skip("Gset data not available")
-    with open(GSET / "best_known.csv") as f:
+    with open(folder / "best_known.csv") as f:
         best = {r["name"]: int(r["best_known_cut"]) for r in csv.DictReader(f)}
-    return read_gset(GSET / f"{name}.txt"), best[name]
+    return read_gset(folder / f"{name}.txt"), best[name]
 
 
 def _check_gset(name):
     A, best = _gset(name)
-    mc = fit(A)
+    mc = DeterministicMaxCut(affinity="precomputed").fit(A)
     assert mc.upper_bound_ >= best
     assert mc.cut_value_ <= best
-    assert mc.cut_value_ == pytest.approx(cut_value(A, 1.0 - 2.0 * mc.labels_))
+    # The cut of the labels, recomputed independently of the library.
+    assert mc.cut_value_ == labels_cut(A, mc.labels_)
     assert mc.certified_
     return mc, best
 
 
-def test_gset_g11_bound_and_cut():
-    _check_gset("G11")
+# The default suite's quality bar, on the graphs shipped in tests/data: a
+# toroidal +-1 grid and a planar graph, where the defaults reach 1.0000 and
+# 0.9987 of the best-known cut (the 1-flip pipeline before the annealing phase:
+# 1.0000 and 0.9928).
+@pytest.mark.parametrize("name, bar", [("G11", 0.998), ("G14", 0.997)])
+def test_gset_default_suite_bound_and_quality(name, bar):
+    assert (LOCAL_GSET / f"{name}.txt").exists()  # shipped: a clone runs this
+    mc, best = _check_gset(name)
+    assert mc.cut_value_ >= bar * best
+    # The improvement phase on top of the rounding, never below it.
+    assert mc.cut_value_ >= mc.rounded_cut_value_
 
 
 @pytest.mark.slow
@@ -584,7 +737,9 @@ def test_gset_g11_bound_and_cut():
 )
 def test_gset_all(name):
     mc, best = _check_gset(name)
-    assert mc.cut_value_ >= 0.97 * best
+    # Measured with the defaults (benchmarks/bench_maxcut.py): every graph at
+    # 0.995 or more of the best-known cut.
+    assert mc.cut_value_ >= 0.995 * best
 
 
 def test_cli_maxcut(tmp_path, capsys):
