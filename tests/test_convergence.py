@@ -56,9 +56,13 @@ def _sqrt_tol(est):
 
 
 def _structure_discovery_curvature_tol(est):
+    # As documented: curvature_tol, or the decay used (sqrt(tol) if it is 0).
     if est.curvature_tol is not None:
-        return est.curvature_tol
-    return est.alpha if est.alpha > 0 else np.sqrt(est.tol)
+        expected = est.curvature_tol
+    else:
+        expected = est.alpha_ if est.alpha_ > 0 else np.sqrt(est.tol)
+    assert est.curvature_tol_ == expected
+    return expected
 
 
 _STRUCTURE_DISCOVERY_SWEEP = [
@@ -137,10 +141,18 @@ def test_convergence_warning_exactly_when_not_certified(cls, seed):
 
 def test_a_failure_of_the_curvature_condition_alone_warns():
     # The gradient condition holds here; only the Hessian's negative eigenvalue
-    # (a saddle after one iteration) withholds the certificate.
+    # (a saddle after one iteration from a random network: a fixed alpha and
+    # n_components, so no cross-validated path warm-starts the fit) withholds
+    # the certificate.
     X, y = _regression(2)
     est = StructureDiscoveryRegressor(
-        hidden_layer_sizes=8, tol=1.0, curvature_tol=0.0, max_iter=1, random_state=2
+        hidden_layer_sizes=8,
+        alpha=1e-3,
+        n_components=1,
+        tol=1.0,
+        curvature_tol=0.0,
+        max_iter=1,
+        random_state=2,
     )
     caught = _fit_recording(est, X, y)
     assert est.grad_norm_ <= est.tol

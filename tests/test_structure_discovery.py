@@ -63,7 +63,7 @@ def test_whitening_recovers_subspace_of_correlated_shifted_inputs(seed):
     y = np.tanh(Z[:, 0]) + Z[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
     est = _fit(
         StructureDiscoveryRegressor(
-            hidden_layer_sizes=16, n_components=2, random_state=seed
+            hidden_layer_sizes=16, n_components=2, whiten=True, random_state=seed
         ),
         X,
         y,
@@ -231,3 +231,106 @@ def test_projection_distance_is_the_sine_of_the_largest_principal_angle():
     assert projection_distance(e[:2], [[1, 1, 0], [1, -2, 0]]) == pytest.approx(
         0.0, abs=1e-12
     )
+
+
+def _one_standard_error_refit(cv_results):
+    """GridSearchCV refit rule: the largest alpha within one standard error of
+    the best (or 0.005 of R^2), the rule ``alpha="auto"`` documents."""
+    n_splits = sum(key.startswith("split") for key in cv_results)
+    scores = np.column_stack(
+        [cv_results[f"split{i}_test_score"] for i in range(n_splits)]
+    )
+    alphas = np.asarray(cv_results["param_alpha"], dtype=float)
+    top = scores[np.argmax(scores.mean(axis=1))]
+    good = []
+    for i, row in enumerate(scores):
+        diff = top - row
+        stderr = diff.std(ddof=1) / np.sqrt(diff.size)
+        if diff.mean() <= max(stderr, 5e-3):
+            good.append(i)
+    return max(good, key=lambda i: alphas[i])
+
+
+@pytest.mark.parametrize("name", ["relu(u1.x)", "(u1.x)(u2.x)"])
+def test_auto_alpha_picks_what_grid_search_over_the_same_folds_picks(name):
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X, y, _ = make_teacher(name, 6, 400, 0, noise=0.5)
+    alphas = [1e-3, 1e-2, 1e-1, 1.0]
+    folds = KFold(4, shuffle=True, random_state=0)
+    params = dict(hidden_layer_sizes=8, n_components=2, random_state=0)
+    auto = StructureDiscoveryRegressor(alphas=alphas, cv=folds, **params).fit(X, y)
+    grid = GridSearchCV(
+        StructureDiscoveryRegressor(**params),
+        {"alpha": alphas},
+        cv=folds,
+        scoring="r2",
+        refit=_one_standard_error_refit,
+    ).fit(X, y)
+    assert auto.alpha_ == grid.best_params_["alpha"]
+    # Warm starts along the path score as cold fits do at the chosen decay, and
+    # never worse elsewhere (at large decays a cold start can fall into the
+    # collapsed first layer that the path, coming from below, stays out of).
+    auto_mean = auto.cv_scores_.mean(axis=1)
+    grid_mean = grid.cv_results_["mean_test_score"]
+    pick = alphas.index(auto.alpha_)
+    assert abs(auto_mean[pick] - grid_mean[pick]) <= 0.02
+    assert np.all(auto_mean >= grid_mean - 0.02)
+    assert auto.cv_scores_.shape == (len(alphas), 4)
+    assert_allclose(auto.alphas_, alphas)
+
+
+def test_auto_alpha_follows_the_sample_size_and_noise():
+    # Few noisy samples need a large decay, many clean ones a small decay: no
+    # constant serves both, which is why the default chooses it.
+    few, y_few, _ = make_teacher("relu(u1.x)", 10, 150, 0, noise=1.0)
+    many, y_many, _ = make_teacher("relu(u1.x)", 10, 2000, 0, noise=0.05)
+    params = dict(hidden_layer_sizes=8, n_components=1, random_state=0)
+    noisy = StructureDiscoveryRegressor(**params).fit(few, y_few)
+    clean = StructureDiscoveryRegressor(**params).fit(many, y_many)
+    assert noisy.alpha_ >= 10 * clean.alpha_
+    assert_allclose(noisy.alphas_, np.logspace(-3, 0, 7))
+
+
+def test_auto_alpha_on_real_data_matches_ridge():
+    # sklearn's diabetes (442 x 10), standardized, a fixed split: the old fixed
+    # decay of 1e-3 interpolated noise (5-fold R^2 -0.15) where RidgeCV gets 0.49.
+    from sklearn.datasets import load_diabetes
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    ridge = make_pipeline(StandardScaler(), RidgeCV()).fit(X_train, y_train)
+    ours = make_pipeline(
+        StandardScaler(), StructureDiscoveryRegressor(random_state=0)
+    ).fit(X_train, y_train)
+    fixed = make_pipeline(
+        StandardScaler(), StructureDiscoveryRegressor(alpha=1e-4, random_state=0)
+    ).fit(X_train, y_train)
+    assert ours.score(X_test, y_test) >= ridge.score(X_test, y_test) - 0.03
+    assert fixed.score(X_test, y_test) < ours.score(X_test, y_test) - 0.1
+
+
+def test_auto_n_components_is_all_directions_without_structure():
+    # An additive target in every coordinate has no smaller sufficient
+    # reduction: "auto" must keep all of them, not read a spurious gap.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1500, 4))
+    y = np.sin(2 * X).sum(axis=1) + 0.05 * rng.standard_normal(1500)
+    est = StructureDiscoveryRegressor(hidden_layer_sizes=16, random_state=0).fit(X, y)
+    assert est.n_components_ == 4
+    # Each rank tried below 4 scored clearly worse on the held-out folds.
+    for rank, scores in est.rank_cv_scores_.items():
+        if rank < 4:
+            assert scores.mean() < est.cv_scores_.max(axis=0).mean() - 0.05
+
+
+def test_too_few_samples_for_the_folds_is_a_clear_error():
+    X, y, _ = make_teacher("relu(u1.x)", 3, 8, 0)
+    with pytest.raises(ValueError, match="needs at least 10 samples"):
+        StructureDiscoveryRegressor().fit(X, y)
+    # A fixed alpha and n_components need no folds.
+    est = StructureDiscoveryRegressor(alpha=1e-2, n_components=1).fit(X, y)
+    assert not hasattr(est, "cv_scores_")
