@@ -15,12 +15,13 @@ each method. Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset).
 """
 
 import argparse
+import os
 import time
 import warnings
 
 import numpy as np
 from scipy.spatial.distance import pdist
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.random_projection import (
@@ -85,7 +86,22 @@ def random_projection_stats(cls, X, k, X_test=None):
     return np.array(values), np.array(held_out), np.median(times)
 
 
+def split(est):
+    """Time split of a fit (active-set solves, blocked passes, polish)."""
+    st = est._fit_stats
+    return (
+        f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
+        f"({st['n_scans']}), polish {st['polish_s']:.1f} s, "
+        f"active set <= {st['max_active']} pairs"
+    )
+
+
 def main(quick=False):
+    print(
+        f"# load average {os.getloadavg()}, BLAS threads: OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS')}, OPENBLAS_NUM_THREADS="
+        f"{os.environ.get('OPENBLAS_NUM_THREADS')}"
+    )
     header = (
         f"{'data set':<22} {'k':>3} | {'learned':>7} {'time s':>6} {'derand':>7} "
         f"{'time s':>6} {'scale':>8} | {'GRP med':>7} {'GRP best':>8} "
@@ -128,12 +144,28 @@ def main(quick=False):
                 f"{np.median(grp_ho):>7.3f} {pca_ho:>6.3f}",
                 flush=True,
             )
+            print(f"{'':<26}   learned: {split(jl)}", flush=True)
     print(
         "\nlearned/derand: LearnedJLTransformer, method='direct' (default) / "
         "'derandomized' (scale: its final scale_).\nratio: learned / GRP median. "
         "GRP/SRP: Gaussian/Sparse RandomProjection over 20 seeds."
     )
+    breast_cancer()
     smallest_k_gaussian()
+    print(f"# load average at the end {os.getloadavg()}")
+
+
+def breast_cancer(k=8):
+    X = load_breast_cancer().data
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
+    grp, _, _ = random_projection_stats(GaussianRandomProjection, X, k)
+    d_pca = distortion(X, exact_pca(k).fit_transform(X))
+    print(
+        f"\nbreast_cancer standardized 569x30, k={k}: learned "
+        f"{distortion(X, jl.transform(X)):.3f} in {t:.1f} s ({split(jl)}); "
+        f"GRP median {np.median(grp):.3f}, best {grp.min():.3f}; PCA {d_pca:.3f}"
+    )
 
 
 def smallest_k_gaussian(target=0.2):

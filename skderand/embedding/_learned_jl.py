@@ -24,23 +24,10 @@ from skderand._sklearn_compat import (
     _fit_context,
     validate_data,
 )
-from skderand.embedding._pairs import (
-    _GramObjective,
-    _PairObjective,
-    _PairScanner,
-    all_pairs,
-    exact_sq_dists,
-)
+from skderand.embedding._active import _ActivePairs, _scale_free, polish_minimax
 from skderand.optimize import minimize_sosp
 
 __all__ = ["LearnedJLTransformer"]
-
-
-def _scale_free(r_min, r_max):
-    """``(r_max - r_min) / (r_max + r_min)``: the distortion after calibration."""
-    if not np.isfinite(r_min) or r_max <= 0:
-        return 0.0
-    return float((r_max - r_min) / (r_max + r_min))
 
 
 class LearnedJLTransformer(
@@ -104,17 +91,35 @@ class LearnedJLTransformer(
         Weight of the lemma's penalty on the Gaussian scale
         (``method="derandomized"`` only). Any positive value drives the scale to
         zero at a second-order stationary point; larger values do it faster.
-    working_set : int, default=10_000
-        Number of pairs the objective sees. When there are more pairs, the
-        objective uses the currently most contracted and most expanded pairs
-        (a quarter of the set each, found by a blocked scan over all pairs) plus
-        randomly sampled pairs, refreshed in rounds until the worst pairs of the
-        whole set are in it. Memory is ``O(working_set * n_components)`` for the
-        objective plus the squared distances of all pairs while they fit in
-        1 GiB (in float32 beyond 256 MiB; recomputed block by block beyond).
+    working_set : int, default=4000
+        Size of the active set. With at most this many pairs, the objective
+        sees every pair. Beyond, it sees an *active set*: a fixed random sample
+        of ``working_set // 2`` pairs (the bulk of the ratios, which the soft-max
+        weighs at low sharpness) plus, each round, up to ``working_set // 4``
+        pairs per side whose ratios are near the current extremes. Between
+        rounds (at most 40 solver iterations each) the exact extremes over *all*
+        pairs are found, and the pairs outside the set that overtake the set's
+        extremes join it; a stage ends when none does and the solver has
+        converged. The exact extremes come from a blocked pass over all pairs
+        (BLAS products of row blocks, memory of one block) that keeps candidate
+        pairs near the extremes; until the map has moved enough for another
+        pair to overtake them (a bound by ``||M^T M - M_0^T M_0||``), the
+        candidates alone give the exact extremes and no new pass is needed.
+        The squared distances of all pairs are stored while they fit in 1 GiB
+        (in float32 beyond 256 MiB; recomputed block by block beyond).
+    polish : bool, default=True
+        After the final stage, minimize the true worst distortion (not its
+        smoothing) on the active pairs nearest the extremes by sequential
+        linear programming with a trust region (``scipy.optimize.linprog``,
+        HiGHS): each LP minimizes the spread of the linearized ratios. The
+        polished map is kept only if its all-pairs distortion is lower. It is a
+        point where no trust-region LP step within the budget lowers the
+        distortion of those pairs; the certificate (``grad_norm_``,
+        ``min_hessian_eig_``) stays that of the final stage's surrogate, at the
+        point the polish started from.
     max_iter : int, default=1000
         Maximum number of solver iterations per sharpness stage (shared by the
-        stage's working-set rounds, each of at most 40 iterations).
+        stage's active-set rounds, each of at most 40 iterations).
     tol : float, default=1e-2
         Gradient-norm tolerance of the final stage's certificate (the curvature
         tolerance is ``sqrt(tol)``). The surrogate is of order one (a log of
@@ -155,10 +160,10 @@ class LearnedJLTransformer(
     n_iter_ : int
         Solver iterations over all stages.
     grad_norm_ : float
-        Certificate: gradient norm of the surrogate at the returned map, on the
-        sharpness and pairs of the stage that produced it (the final stage,
-        unless an earlier one ended with a smaller distortion; NaN if no stage
-        improved on the random start).
+        Certificate: gradient norm of the final stage's surrogate (its sharpness
+        and its active set of pairs) at the stage's end point, the point the
+        polish started from (NaN if the final stage did not improve on the
+        random start, which is then returned).
     min_hessian_eig_ : float
         Certificate: smallest Hessian eigenvalue of the same surrogate there
         (Lanczos). With ``grad_norm_`` it certifies a second-order stationary
@@ -231,6 +236,7 @@ class LearnedJLTransformer(
         "working_set": [Interval(Integral, 8, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "polish": ["boolean"],
         "compute_inverse_components": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -245,9 +251,10 @@ class LearnedJLTransformer(
         sharpness=1000.0,
         n_stages=4,
         scale_penalty=0.1,
-        working_set=10_000,
+        working_set=4000,
         max_iter=1000,
         tol=1e-2,
+        polish=True,
         compute_inverse_components=False,
         random_state=None,
         verbose=0,
@@ -261,6 +268,7 @@ class LearnedJLTransformer(
         self.working_set = working_set
         self.max_iter = max_iter
         self.tol = tol
+        self.polish = polish
         self.compute_inverse_components = compute_inverse_components
         self.random_state = random_state
         self.verbose = verbose
@@ -308,7 +316,7 @@ class LearnedJLTransformer(
 
         # Small products in a long loop: BLAS threads cost more than they save.
         with threadpool_limits(1):
-            pairs = _Pairs(Xs, self.working_set)
+            pairs = _ActivePairs(Xs, self.working_set)
             if self.n_components == "auto":
                 fit = self._search_dimension(basis, pairs, seed)
             else:
@@ -326,6 +334,8 @@ class LearnedJLTransformer(
         self.grad_norm_ = fit["grad_norm"]
         self.min_hessian_eig_ = fit["min_hessian_eig"]
         self.certified_ = fit["certified"]
+        # Time split and active-set size (benchmarks/bench_jl.py reports them).
+        self._fit_stats = dict(pairs.stats)
         if self.compute_inverse_components:
             self.inverse_components_ = self._compute_inverse_components()
         return self
@@ -333,9 +343,9 @@ class LearnedJLTransformer(
     def _fit_dimension(self, basis, pairs, k, seed):
         """Learn a ``k``-dimensional map: the sharpness stages.
 
-        Returns the map of least distortion among the start and the stages' end
-        points, with the certificate of the stage that produced it (none for the
-        start), so that the reported certificate is always the returned map's.
+        Returns the final stage's end point (polished, if that lowers the
+        all-pairs distortion) with the final stage's certificate, or the start
+        (uncertified) if the final stage did not improve on it.
         """
         rng = np.random.RandomState(seed)
         n_features, rank = basis.shape
@@ -372,40 +382,55 @@ class LearnedJLTransformer(
         z = M.ravel()
         if derandomized:
             z = np.append(z, sigma)
+        kwargs = {"derandomized": derandomized, "penalty": self.scale_penalty}
         for stage, beta in enumerate(betas):
             final = stage == len(betas) - 1
-            z, res, n_iter = pairs.optimize(
-                z,
-                k,
-                beta,
-                derandomized=derandomized,
-                penalty=self.scale_penalty,
-                max_iter=self.max_iter,
-                # Intermediate stages are warm starts for the next, sharper one,
-                # so they get a smaller Lanczos budget. They still need the full
-                # tolerance: stopped early (10 * tol was measured), they leave
-                # the final stage too far to go (digits k=20: 0.30 against 0.28).
-                tol=self.tol,
-                lanczos=100 if final else 20,
-                rng=rng,
+            z, n_iter = pairs.solve_stage(
+                z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
             )
+            res = None
+            if final:
+                # The certificate: the surrogate of the final active set, from the
+                # point the rounds reached (a few more iterations at most).
+                res = _solve(
+                    pairs.objective(k, beta, **kwargs),
+                    z,
+                    self.tol,
+                    self.max_iter,
+                    rng,
+                    {"max_lanczos_iter": 100},
+                )
+                z = res.x
+                n_iter += res.n_iter
             n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
             sigma = abs(z[-1]) if derandomized else 0.0
             r_min, r_max = pairs.extremes(M)
             distortion = _scale_free(r_min, r_max)
             if self.verbose:
+                cert = (
+                    f", grad norm {res.grad_norm:.2e}, min eig "
+                    f"{res.min_hessian_eig:.2e}"
+                    if res is not None
+                    else ""
+                )
                 print(
                     f"[LearnedJLTransformer] k={k} stage {stage + 1}/{len(betas)} "
                     f"sharpness={beta:.4g}: distortion {distortion:.4f}, "
-                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}, "
-                    f"grad norm {res.grad_norm:.2e}, min eig "
-                    f"{res.min_hessian_eig:.2e}, {n_iter} iterations"
+                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}{cert}, "
+                    f"{n_iter} iterations, active set {pairs.rows.size} pairs"
                 )
             # Ties go to the later (sharper, better certified) stage.
-            if distortion <= best[0]:
+            if final and distortion <= best[0]:
                 best = (distortion, M, r_min, r_max, sigma)
                 best_certificate = res
+        if best_certificate is not None and self.polish:
+            W, distortion, _ = polish_minimax(
+                pairs, best[1], max_constraints=POLISH_CONSTRAINTS, verbose=self.verbose
+            )
+            if distortion < best[0]:
+                r_min, r_max = pairs.extremes(W)
+                best = (distortion, W, r_min, r_max, best[4])
         return self._finish(
             initial, n_iter_total, best, basis, complement, best_certificate
         )
@@ -544,6 +569,10 @@ class LearnedJLTransformer(
 
 # With no pair the surrogate is the zero function: its gradient and Hessian are
 # exactly zero everywhere, so every map is a second-order stationary point.
+# Pairs per side in each linear program of the polish: enough for the minimax's
+# active constraints on the benchmark sets, few enough for HiGHS to stay fast.
+POLISH_CONSTRAINTS = 50
+
 _EMPTY_SURROGATE_CERTIFICATE = OptimizeResult(
     grad_norm=0.0, min_hessian_eig=0.0, success=True
 )
@@ -560,106 +589,6 @@ def _span_basis(Xc):
     # At least one direction, so that constant data still has a (trivial) map.
     rank = max(1, int(np.sum(sv > tol)))
     return Vt[:rank].T
-
-
-BAND = 100.0
-ROUND_ITER = 40
-GRAM_MAX_SAMPLES = 700
-
-
-class _Pairs:
-    """The training pairs, seen through a bounded working set.
-
-    Every pair is scanned (block by block) to find the extreme ratios, but the
-    objective only sees a working set: the ``working_set // 4`` most contracted
-    and as many most expanded pairs, plus sampled pairs. At a sharp soft-max the
-    other pairs have weights like ``exp(-beta * gap)``, i.e. nothing.
-    """
-
-    def __init__(self, Xc, working_set, max_rounds=10):
-        self.X = Xc
-        n = Xc.shape[0]
-        self.working_set = working_set
-        self.max_rounds = max_rounds
-        self.scanner = _PairScanner(Xc)
-        self.n_pairs = n * (n - 1) // 2
-        # Small n: every pair, through the Gram matrix. A working set must not be
-        # used when it is small against the number of parameters (n_features
-        # large, n small): the solver then fits the working set exactly while
-        # the other pairs drift.
-        self.gram = n <= GRAM_MAX_SAMPLES
-        if self.gram:
-            self.rows, self.cols, self.d2 = all_pairs(Xc)
-            self.n_pairs = self.rows.size
-
-    def extremes(self, M):
-        """Smallest and largest ratio over all (non-coincident) pairs."""
-        if self.gram:
-            if self.n_pairs == 0:
-                return np.inf, -np.inf
-            Y = self.X @ M.T
-            diff = Y[self.rows] - Y[self.cols]
-            r = np.einsum("ij,ij->i", diff, diff) / self.d2
-            return float(r.min()), float(r.max())
-        r_min, r_max, _, _ = self.scanner.scan(self.X @ M.T)
-        return float(r_min), float(r_max)
-
-    def optimize(
-        self, z, k, beta, *, derandomized, penalty, max_iter, tol, lanczos, rng
-    ):
-        """One sharpness stage, with working-set rounds for large ``n``."""
-        options = {"max_lanczos_iter": lanczos}
-        kwargs = {"derandomized": derandomized, "penalty": penalty}
-        if self.gram:
-            objective = _GramObjective(self.X, self.scanner.threshold, k, **kwargs)
-            objective.beta = beta
-            res = _solve(objective, z, tol, max_iter, rng, options)
-            return res.x, res, res.n_iter
-        n, d = self.X.shape
-        n_random = self.working_set // 2
-        # Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a
-        # pair's soft-max weight is below exp(-BAND) of the worst pair's. The
-        # wide band and the short rounds (ROUND_ITER solver iterations between
-        # scans) keep the pairs outside the set from overtaking the extremes
-        # while the solver moves.
-        band = BAND / beta
-        ws_rows = np.empty(0, dtype=np.intp)
-        ws_cols = np.empty(0, dtype=np.intp)
-        total_iter = 0
-        res = objective = None
-        for _ in range(self.max_rounds):
-            M = z[: k * d].reshape(k, d)
-            r_min, r_max, low, high = self.scanner.scan(
-                self.X @ M.T, self.working_set // 4, band
-            )
-            if objective is not None:
-                # The stage is done once the extreme pairs of the whole set are
-                # already in the working set the solver has just optimized.
-                # (and the solver has certified its point, rounds being short).
-                ws = objective.ratios(M)
-                inside = r_max <= ws.max() * (1 + 1e-9) and r_min >= ws.min() * (
-                    1 - 1e-9
-                )
-                if (inside and res.success) or total_iter >= max_iter:
-                    break
-            a = rng.randint(n, size=n_random)
-            b = rng.randint(n, size=n_random)
-            # Earlier rounds' pairs stay: dropping them lets them drift out of
-            # the band unseen, and the rounds would chase each other.
-            rows = np.concatenate([ws_rows, low[0], high[0], np.minimum(a, b)])
-            cols = np.concatenate([ws_cols, low[1], high[1], np.maximum(a, b)])
-            keep = rows != cols
-            rows, cols = np.divmod(np.unique(rows[keep] * n + cols[keep]), n)
-            d2 = exact_sq_dists(self.X, rows, cols)
-            keep = d2 > self.scanner.threshold
-            ws_rows, ws_cols, d2 = rows[keep], cols[keep], d2[keep]
-            objective = _PairObjective(self.X, ws_rows, ws_cols, d2, k, **kwargs)
-            objective.beta = beta
-            budget = min(ROUND_ITER, max_iter - total_iter)
-            res = _solve(objective, z, tol, budget, rng, options)
-            z = res.x
-            total_iter += res.n_iter
-        return z, res, total_iter
 
 
 def _solve(objective, z, tol, max_iter, rng, options):

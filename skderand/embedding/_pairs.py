@@ -57,12 +57,21 @@ class _PairScanner:
         ]
         self.stored = None
         n_pairs = n * (n - 1) // 2
-        if 8 * n_pairs <= STORE_BYTES_64:
-            self.stored = [self._sq_dists(a, b) for a, b in self.blocks]
-        elif 4 * n_pairs <= STORE_BYTES_32:
-            self.stored = [
-                self._sq_dists(a, b).astype(np.float32) for a, b in self.blocks
-            ]
+        # Bytes per stored pair: a 4-byte index and the distance.
+        itemsize = 8 if 12 * n_pairs <= STORE_BYTES_64 else 4
+        if (4 + itemsize) * n_pairs <= STORE_BYTES_32:
+            # Per block: the flat indices of the valid pairs (upper triangle, not
+            # coincident) and their squared distances, so that a pass is one
+            # product, one gather and one division per block.
+            dtype = np.float64 if itemsize == 8 else np.float32
+            self.stored = []
+            for a, b in self.blocks:
+                d2 = self._sq_dists(a, b)
+                flat = np.flatnonzero(d2 > self.threshold)
+                # Blocks have at most BLOCK_ELEMENTS < 2**31 entries.
+                self.stored.append(
+                    (flat.astype(np.int32), d2.ravel()[flat].astype(dtype))
+                )
 
     def _sq_dists(self, a, b):
         X, nrm = self.X, self.sq_norms
@@ -71,23 +80,23 @@ class _PairScanner:
         d2[np.tril_indices(b - a, 0, m=self.n - a)] = np.nan
         return d2
 
-    def scan(self, Y, n_extreme=0, band=np.inf):
+    def scan(self, Y, n_extreme=0, band=np.inf, range_fraction=0.0):
         """Ratios of all pairs under ``Y = X M^T``.
 
         Returns ``(r_min, r_max, low, high)``: the extreme ratios over all
         non-coincident pairs, and the (at most ``n_extreme``) pairs with ratios
         below ``r_min * exp(band)`` and above ``r_max * exp(-band)``, each as an
-        ``(rows, cols)`` pair of index arrays.
+        ``(rows, cols)`` pair of index arrays. The band is widened to
+        ``range_fraction * log(r_max / r_min)`` if that is wider.
         """
+        if self.stored is not None:
+            return self._scan_stored(Y, n_extreme, band, range_fraction)
         y_norms = np.einsum("ij,ij->i", Y, Y)
         r_min, r_max = np.inf, -np.inf
         cand_lo = [], [], []
         cand_hi = [], [], []
-        for idx, (a, b) in enumerate(self.blocks):
-            if self.stored is not None:
-                d2 = self.stored[idx]
-            else:
-                d2 = self._sq_dists(a, b)
+        for a, b in self.blocks:
+            d2 = self._sq_dists(a, b)
             q = y_norms[a:b, None] + y_norms[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
             valid = d2 > self.threshold  # False on NaN (the lower triangle)
             if not valid.any():
@@ -108,9 +117,52 @@ class _PairScanner:
                     cand[2].append(part[sel])
         low = high = (np.empty(0, dtype=np.intp),) * 2
         if n_extreme and cand_lo[0]:
+            if range_fraction and r_min > 0:
+                band = max(band, range_fraction * np.log(r_max / r_min))
             low = self._best(cand_lo, n_extreme, r_min * np.exp(band))
             high = self._best(cand_hi, n_extreme, -r_max * np.exp(-band))
         return r_min, r_max, low, high
+
+    def _scan_stored(self, Y, n_extreme, band, range_fraction):
+        """The pass with stored distances: ratios first, then the band's pairs."""
+        y_norms = np.einsum("ij,ij->i", Y, Y)
+        r_min, r_max = np.inf, -np.inf
+        ratios = []
+        for (a, b), (flat, d2) in zip(self.blocks, self.stored, strict=True):
+            if flat.size == 0:
+                ratios.append(None)
+                continue
+            q = y_norms[a:b, None] + y_norms[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
+            r = np.maximum(q.ravel()[flat], 0.0) / d2
+            r_min = min(r_min, r.min())
+            r_max = max(r_max, r.max())
+            if n_extreme:
+                ratios.append(r)
+        low = high = (np.empty(0, dtype=np.intp),) * 2
+        if n_extreme and np.isfinite(r_min):
+            # Only the pairs inside the band are candidates: one comparison per
+            # pair, then a partition of the (few) candidates.
+            if range_fraction and r_min > 0:
+                band = max(band, range_fraction * np.log(r_max / r_min))
+            lo_limit, hi_limit = r_min * np.exp(band), r_max * np.exp(-band)
+            cand_lo = [], [], []
+            cand_hi = [], [], []
+            for (a, _), (flat, _), r in zip(
+                self.blocks, self.stored, ratios, strict=True
+            ):
+                if r is None:
+                    continue
+                for cand, sel, key in (
+                    (cand_lo, np.flatnonzero(r <= lo_limit), r),
+                    (cand_hi, np.flatnonzero(r >= hi_limit), -r),
+                ):
+                    rows, cols = np.divmod(flat[sel], self.n - a)
+                    cand[0].append(rows + a)
+                    cand[1].append(cols + a)
+                    cand[2].append(key[sel])
+            low = self._best(cand_lo, n_extreme, np.inf)
+            high = self._best(cand_hi, n_extreme, np.inf)
+        return float(r_min), float(r_max), low, high
 
     @staticmethod
     def _best(cand, m, limit):

@@ -1,0 +1,410 @@
+"""The active-set minimax behind LearnedJLTransformer.
+
+Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
+
+- :class:`_ActivePairs` keeps the pairs whose distance ratio is near the current
+  extremes (the *active set*). The smooth surrogate is optimized over them only;
+  between rounds a blocked pass over *all* pairs (:class:`_PairScanner`) finds the
+  true extremes, and the pairs that overtake the active set's extremes are added.
+  A sharpness stage ends when no pair outside the set moves the extremes.
+- :func:`polish_minimax` solves the nonsmooth minimax itself on the active set by
+  sequential linear programming with a trust region (theory.md, section 6).
+
+Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pairs.
+"""
+
+import time
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+
+from skderand.embedding._pairs import (
+    _PairObjective,
+    _PairScanner,
+    all_pairs,
+    exact_sq_dists,
+)
+
+# Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
+# soft-max weight is below exp(-BAND) of the worst pair's, i.e. nothing.
+BAND = 30.0
+# Safety margin of the final all-pairs measurement: the blocked pass measures
+# ratios through Gram matrices (and stored float32 distances for large n), so
+# the pairs within this relative margin of its extremes are re-measured exactly.
+EXACT_MARGIN = 1e-3
+EXACT_CANDIDATES = 256
+# Rounds of (solve on the active set, blocked pass, add violators) per stage,
+# and solver iterations per round: short rounds keep the pairs outside the set
+# from drifting far past the extremes before the next pass sees them.
+MAX_ROUNDS = 10
+ROUND_ITER = 40
+BAND_FRACTION = 0.25
+# Candidate pairs kept by a blocked pass (per side, at most): those within
+# CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
+# passes, the exact extremes come from them while the map has moved too little
+# for any other pair to overtake them (see _ActivePairs.band). SCAN_SLACK covers
+# the round-off of the pass's Gram-form (and float32) ratios.
+CANDIDATES = 50_000
+CANDIDATE_FRACTION = 0.4
+SCAN_SLACK = 1e-5
+
+
+class _ActivePairs:
+    """The training pairs: a blocked scanner over all of them and an active set.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Centred training data (dense).
+    working_set : int
+        At most this many pairs enter the active set per side and round; when the
+        data has at most this many pairs, every pair is active all the time.
+    """
+
+    def __init__(self, X, working_set):
+        self.X = X
+        n = X.shape[0]
+        self.n = n
+        self.working_set = working_set
+        self.scanner = _PairScanner(X)
+        self.complete = n * (n - 1) // 2 <= working_set
+        if self.complete:
+            self.rows, self.cols, self.d2 = all_pairs(X)
+            self.n_pairs = self.rows.size
+        else:
+            self.rows = self.cols = np.empty(0, dtype=np.intp)
+            self.d2 = np.empty(0)
+            self.n_pairs = n * (n - 1) // 2
+        self.sample = None
+        self.candidates = None
+        # Time split and size of the active set, for verbose output and benchmarks.
+        self.stats = {
+            "solve_s": 0.0,
+            "scan_s": 0.0,
+            "polish_s": 0.0,
+            "n_scans": 0,
+            "max_active": self.rows.size,
+        }
+
+    # -- all pairs ----------------------------------------------------------------
+    def scan(self, M, n_extreme=0, band=np.inf, range_fraction=0.0):
+        """One blocked pass over all pairs under the map ``M`` (see _PairScanner)."""
+        start = time.perf_counter()
+        Y = self.X @ M.T
+        # Centring Y keeps the Gram form |y_i|^2 + |y_j|^2 - 2 y_i.y_j accurate.
+        Y -= Y.mean(axis=0)
+        out = self.scanner.scan(Y, n_extreme, band, range_fraction)
+        self.stats["scan_s"] += time.perf_counter() - start
+        self.stats["n_scans"] += 1
+        return out
+
+    def band(self, M, n_side, band):
+        """Exact all-pairs extremes and the pairs within ``band`` of them.
+
+        A blocked pass over all pairs at a map ``M0`` keeps the candidate pairs,
+        those with ratios within a margin of the extremes. Every ratio moves by at
+        most ``||M^T M - M0^T M0||_2`` from ``M0`` to ``M`` (the ratio is
+        ``d^T M^T M d / |d|^2``), so while the candidates' extremes lie beyond the
+        margin minus that movement, no other pair can be extreme, and the
+        candidates alone give the exact all-pairs extremes. Otherwise a new pass.
+
+        Returns ``(r_min, r_max, low, high)`` as :meth:`_PairScanner.scan`.
+        """
+        if self.complete:
+            if self.rows.size == 0:
+                return np.inf, -np.inf, (self.rows,) * 2, (self.rows,) * 2
+            rows, cols, r = self.rows, self.cols, self.ratios(M)
+            r_min, r_max = float(r.min()), float(r.max())
+        for attempt in range(0 if self.complete else 2):
+            if self.candidates is None or attempt:
+                self._new_candidates(M, n_side, band)
+            rows, cols, d2, gram0, lo_limit, hi_limit = self.candidates
+            Y = self.X @ M.T
+            diff = Y[rows] - Y[cols]
+            r = np.einsum("ij,ij->i", diff, diff) / d2
+            # The Frobenius norm bounds the spectral norm, at a fraction of its cost.
+            moved = np.linalg.norm(M.T @ M - gram0) + SCAN_SLACK * abs(hi_limit)
+            r_min, r_max = float(r.min()), float(r.max())
+            if r_min <= lo_limit - moved and r_max >= hi_limit + moved:
+                break
+        lo = np.flatnonzero(r <= r_min * np.exp(band))
+        hi = np.flatnonzero(r >= r_max * np.exp(-band))
+        if lo.size > n_side:
+            lo = lo[np.argpartition(r[lo], n_side - 1)[:n_side]]
+        if hi.size > n_side:
+            hi = hi[np.argpartition(-r[hi], n_side - 1)[:n_side]]
+        return r_min, r_max, (rows[lo], cols[lo]), (rows[hi], cols[hi])
+
+    def _new_candidates(self, M, n_side, band):
+        """A blocked pass: the candidate pairs around the extremes at ``M``."""
+        n_cand = max(CANDIDATES, 2 * n_side)
+        _, _, low, high = self.scan(M, n_cand, band, range_fraction=CANDIDATE_FRACTION)
+        rows = np.concatenate([low[0], high[0]])
+        cols = np.concatenate([low[1], high[1]])
+        key = np.unique(rows * self.n + cols)
+        rows, cols = np.divmod(key, self.n)
+        d2 = exact_sq_dists(self.X, rows, cols)
+        keep = d2 > self.scanner.threshold
+        rows, cols, d2 = rows[keep], cols[keep], d2[keep]
+        # Every pair left out lies between these limits (at M).
+        lo_limit = self._limit(M, low, max) if low[0].size else -np.inf
+        hi_limit = self._limit(M, high, min) if high[0].size else np.inf
+        self.candidates = (rows, cols, d2, M.T @ M, lo_limit, hi_limit)
+
+    def _limit(self, M, pairs, pick):
+        d2 = exact_sq_dists(self.X, *pairs)
+        d2 = np.maximum(d2, self.scanner.threshold)
+        Y = self.X @ M.T
+        diff = Y[pairs[0]] - Y[pairs[1]]
+        return float(pick(np.einsum("ij,ij->i", diff, diff) / d2))
+
+    def extremes(self, M):
+        """Exact smallest and largest ratio over all non-coincident pairs."""
+        r_min, r_max, _, _ = self.band(M, 0, 0.0)
+        return r_min, r_max
+
+    # -- the active set -----------------------------------------------------------
+    def ratios(self, M):
+        Y = self.X @ M.T
+        diff = Y[self.rows] - Y[self.cols]
+        return np.einsum("ij,ij->i", diff, diff) / self.d2
+
+    def _set(self, rows, cols):
+        """Make ``(rows, cols)`` (i < j) the active set, with exact distances."""
+        key = np.unique(rows * self.n + cols)
+        rows, cols = np.divmod(key, self.n)
+        d2 = exact_sq_dists(self.X, rows, cols)
+        keep = d2 > self.scanner.threshold
+        self.rows, self.cols, self.d2 = rows[keep], cols[keep], d2[keep]
+        self.stats["max_active"] = max(self.stats["max_active"], self.rows.size)
+
+    def _add(self, low, high):
+        self._set(
+            np.concatenate([self.rows, low[0], high[0]]),
+            np.concatenate([self.cols, low[1], high[1]]),
+        )
+
+    def objective(self, k, beta, *, derandomized, penalty):
+        obj = _PairObjective(
+            self.X,
+            self.rows,
+            self.cols,
+            self.d2,
+            k,
+            derandomized=derandomized,
+            penalty=penalty,
+        )
+        obj.beta = beta
+        return obj
+
+    def solve_stage(self, z, k, beta, *, derandomized, penalty, max_iter, tol, rng):
+        """One sharpness stage of the surrogate: rounds over the active set.
+
+        Returns the end point and the number of solver iterations.
+        """
+        rank = self.X.shape[1]
+        kwargs = {"derandomized": derandomized, "penalty": penalty}
+        if self.complete:
+            z, n_iter, _ = self._lbfgs(
+                self.objective(k, beta, **kwargs), z, tol, max_iter
+            )
+            return z, n_iter
+        n_side = self.working_set // 4
+        M = z[: k * rank].reshape(k, rank)
+        r_min, r_max, low, high = self.band(M, 0, 0.0)
+        # Pairs within BAND / beta of an extreme carry the surrogate's weight;
+        # pairs within BAND_FRACTION of the log-range may overtake the extremes
+        # during a round.
+        band = max(BAND / beta, BAND_FRACTION * np.log(r_max / r_min))
+        if self.sample is None:
+            # A fixed random sample of pairs keeps the bulk of the ratios (and
+            # the surrogate's centring term) represented at low sharpness, where
+            # the soft-max weighs many pairs.
+            n_random = self.working_set // 2
+            a = rng.randint(self.n, size=n_random)
+            b = rng.randint(self.n, size=n_random)
+            self.sample = (np.minimum(a, b), np.maximum(a, b))
+        if self.rows.size:
+            r = self.ratios(M)
+            near = (r <= r_min * np.exp(band)) | (r >= r_max * np.exp(-band))
+            rows, cols = self.rows[near], self.cols[near]
+        else:
+            rows = cols = np.empty(0, dtype=np.intp)
+        self._set(
+            np.concatenate([rows, self.sample[0]]),
+            np.concatenate([cols, self.sample[1]]),
+        )
+        total = 0
+        converged = False
+        for _ in range(MAX_ROUNDS):
+            r_min, r_max, low, high = self.band(M, n_side, band)
+            if total:
+                r = self.ratios(M)
+                inside = r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9)
+                # No pair outside the set moves the extremes, and the solver has
+                # converged on the set: the stage is done.
+                if (inside and converged) or total >= max_iter:
+                    break
+            self._add(low, high)
+            budget = min(ROUND_ITER, max_iter - total)
+            z, n_iter, converged = self._lbfgs(
+                self.objective(k, beta, **kwargs), z, tol, budget
+            )
+            total += n_iter
+            M = z[: k * rank].reshape(k, rank)
+        return z, total
+
+    def _lbfgs(self, objective, z, tol, max_iter):
+        """L-BFGS on the active set's surrogate (no certificate: that comes last).
+
+        Returns the end point, the iterations and whether it converged.
+        """
+        if max_iter < 1:
+            return z, 0, False
+        start = time.perf_counter()
+        res = minimize(
+            objective,
+            z,
+            jac=True,
+            method="L-BFGS-B",
+            options={
+                "maxiter": max_iter,
+                # The certificate's tolerance is on the 2-norm of the gradient; this
+                # is the inf-norm (a little beyond is left to the certifying solver).
+                "gtol": tol / np.sqrt(z.size),
+                "ftol": 1e-13,
+                "maxcor": 20,
+            },
+        )
+        self.stats["solve_s"] += time.perf_counter() - start
+        return res.x, int(res.nit), int(res.nit) < max_iter
+
+
+# Sequential linear programming: trust-region radius (relative to the largest
+# entry of the map), its limits, and the constraint pairs per side and LP.
+POLISH_RHO0 = 0.02
+POLISH_RHO_MIN = 1e-7
+POLISH_MAX_LP = 10
+POLISH_OUTER = 2
+POLISH_PAIRS = 2000
+
+
+def polish_minimax(pairs, W, *, max_constraints, verbose=0):
+    """Minimize the true worst distortion on the active set by SLP.
+
+    At ``W`` the ratio of pair ``p`` is linearized, ``r_p(W + D) ~ r_p + <G_p,
+    D>`` with ``G_p = 2 (W d_p) d_p^T / |d_p|^2``, and the LP ``min b - a`` over
+    ``(D, a, b)`` subject to ``a <= r_p + <G_p, D> <= b`` (the pairs nearest the
+    extremes), ``a + b = 2`` (the scale) and ``|D|_inf <= rho`` is solved with
+    HiGHS. The step is kept when the active set's true distortion falls; ``rho``
+    grows after good steps and shrinks after bad ones. Between LP sequences a
+    blocked pass over all pairs adds the pairs that overtake the extremes.
+
+    Returns the polished map (the input if no step lowered the all-pairs
+    distortion) and the number of LPs solved. A returned polished map is a point
+    where no trust-region LP step lowers the active set's distortion: a
+    first-order (Clarke) stationary point of the active-set minimax, up to the
+    final trust radius.
+    """
+    start = time.perf_counter()
+    k, rank = W.shape
+    X = pairs.X
+    r0_min, r0_max = pairs.extremes(W)
+    base = _scale_free(r0_min, r0_max)
+    best_W, best = W, base
+    n_lp = 0
+    W = W / np.sqrt((r0_min + r0_max) / 2.0)
+    rho = POLISH_RHO0 * np.abs(W).max()
+    for _ in range(POLISH_OUTER):
+        # The LPs see the active pairs nearest the extremes: a trust-region step
+        # moves no other pair far enough to matter (the pass below checks).
+        r = pairs.ratios(W)
+        m = min(POLISH_PAIRS, r.size // 2)
+        order = np.argsort(r)
+        near = np.concatenate([order[:m], order[r.size - m :]])
+        D_all = X[pairs.rows[near]] - X[pairs.cols[near]]
+        d2 = pairs.d2[near]
+        for _ in range(POLISH_MAX_LP):
+            Y = D_all @ W.T
+            r = np.einsum("ij,ij->i", Y, Y) / d2
+            current = _scale_free(r.min(), r.max())
+            m = min(max_constraints, r.size)
+            order = np.argsort(r)
+            low, high = order[:m], order[-m:]
+            step, predicted = _slp_step(Y, D_all, d2, r, low, high, rho, k, rank)
+            n_lp += 1
+            if step is None or predicted >= current * (1 - 1e-9):
+                rho *= 0.25
+            else:
+                trial = W + step
+                Yt = D_all @ trial.T
+                rt = np.einsum("ij,ij->i", Yt, Yt) / d2
+                actual = _scale_free(rt.min(), rt.max())
+                if actual < current:
+                    W = trial / np.sqrt((rt.min() + rt.max()) / 2.0)
+                    gain = (current - actual) / max(current - predicted, 1e-300)
+                    rho *= 2.0 if gain > 0.5 else 1.0
+                else:
+                    rho *= 0.25
+            if rho < POLISH_RHO_MIN * np.abs(W).max():
+                break
+        r_min, r_max = pairs.extremes(W)
+        distortion = _scale_free(r_min, r_max)
+        if verbose:
+            print(
+                f"[LearnedJLTransformer] polish: all-pairs distortion {distortion:.4f} "
+                f"(active set {pairs.rows.size} pairs, {n_lp} LPs)"
+            )
+        if distortion < best:
+            best_W, best = W, distortion
+        # Pairs outside the set that overtake the active extremes join it.
+        r = pairs.ratios(W)
+        if r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9):
+            break
+        _, _, low, high = pairs.scan(W, max_constraints, 1e-2)
+        pairs._add(low, high)
+        rho = max(rho, 1e-3 * np.abs(W).max())
+    pairs.stats["polish_s"] += time.perf_counter() - start
+    return best_W, best, n_lp
+
+
+def _slp_step(Y, D_all, d2, r, low, high, rho, k, rank):
+    """One trust-region LP: the step ``D`` and its predicted distortion."""
+    n_var = k * rank
+    # Row p of the linearization: vec(2 (W d_p) d_p^T / |d_p|^2).
+    G_high = (2.0 / d2[high])[:, None] * np.einsum(
+        "pi,pj->pij", Y[high], D_all[high]
+    ).reshape(high.size, n_var)
+    G_low = (2.0 / d2[low])[:, None] * np.einsum(
+        "pi,pj->pij", Y[low], D_all[low]
+    ).reshape(low.size, n_var)
+    # Variables (vec D, a, b): r_p + G_p D - b <= 0 (high), a - r_p - G_p D <= 0.
+    A_ub = np.zeros((high.size + low.size, n_var + 2))
+    A_ub[: high.size, :n_var] = G_high
+    A_ub[: high.size, -1] = -1.0
+    A_ub[high.size :, :n_var] = -G_low
+    A_ub[high.size :, -2] = 1.0
+    b_ub = np.concatenate([-r[high], r[low]])
+    c = np.zeros(n_var + 2)
+    c[-2], c[-1] = -1.0, 1.0
+    bounds = [(-rho, rho)] * n_var + [(None, None), (None, None)]
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=b_ub,
+        A_eq=np.concatenate([np.zeros(n_var), [1.0, 1.0]])[None, :],
+        b_eq=[2.0],
+        bounds=bounds,
+        method="highs",
+    )
+    if res.status != 0:
+        return None, np.inf
+    a, b = res.x[-2], res.x[-1]
+    return res.x[:n_var].reshape(k, rank), float((b - a) / (b + a))
+
+
+def _scale_free(r_min, r_max):
+    """``(r_max - r_min) / (r_max + r_min)``: the distortion after calibration."""
+    if not np.isfinite(r_min) or r_max <= 0:
+        return 0.0
+    return float((r_max - r_min) / (r_max + r_min))
