@@ -107,7 +107,8 @@ def test_learned_map_never_worse_than_its_start(n_samples, n_features, k, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = LearnedJLTransformer(n_components=k, random_state=seed).fit(X)
-    assert est.distortion_ <= est.initial_distortion_ + 1e-12
+    # Strictly below the random start: an optimizer that never moves fails.
+    assert est.distortion_ < est.initial_distortion_ - 1e-6
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
