@@ -48,9 +48,14 @@ baselines, cached or not, always get ``standard``), before the one
 - ``quantile``: ``QuantileTransformer(output_distribution="normal",
   n_quantiles=min(1000, n_train), random_state=0)``, a rank-Gaussian map of
   each column, fitted on the training fold;
-- ``power``: ``PowerTransformer(method="yeo-johnson")``.
+- ``power``: ``PowerTransformer(method="yeo-johnson")``;
+- ``rank``: a rank-Gaussian map that gives ties their midrank and keeps the
+  extremes at ``Phi^-1(1/(2n))`` (``MidrankGaussianTransformer`` in
+  ``_real_data.py``): ``quantile`` sends every row at a column's training
+  minimum or maximum to about -5.2 or +5.2, so a point mass at the minimum
+  (many zeros in a count) becomes an outlying cluster.
 
-Under ``quantile`` and ``power``, binary numeric columns (at most two distinct
+Under ``quantile``, ``power`` and ``rank``, binary numeric columns (at most two distinct
 values in the data set, such as 0/1 codes) are left alone: they go to the
 ``StandardScaler`` only. This measures whether the structure-discovery
 estimators, whose theory assumes Gaussian inputs, gain from Gaussianizing
@@ -118,6 +123,8 @@ TRANSFORM_NOTES = {
     "quantile": "QuantileTransformer(normal) on non-binary numeric columns, "
     "then StandardScaler",
     "power": "PowerTransformer(yeo-johnson) on non-binary numeric columns, "
+    "then StandardScaler",
+    "rank": "midrank Gaussian scores of non-binary numeric columns, "
     "then StandardScaler",
 }
 BASELINES = {

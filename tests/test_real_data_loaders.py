@@ -139,7 +139,7 @@ def test_unknown_name_is_a_clear_error():
         real_data.load("nope")
 
 
-@pytest.mark.parametrize("transform", ["quantile", "power"])
+@pytest.mark.parametrize("transform", ["quantile", "power", "rank"])
 def test_gaussianizing_transforms_leave_binary_columns_alone(transform):
     # wage1 has four 0/1 columns (nonwhite, female, married, smsa), skewed
     # counts (exper, tenure, numdep) and three categorical columns.
@@ -193,8 +193,35 @@ def test_quantile_transform_is_rank_gaussian_on_a_continuous_column():
     assert stats.kstest(mapped, "norm").statistic < 0.02
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_midrank_gaussian_scores_ties_and_unseen_values(seed):
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    # A count with a point mass at zero (like tenure) and a continuous column.
+    X = np.column_stack([rng.poisson(0.7, n), rng.lognormal(size=n)]).astype(float)
+    X_before = X.copy()
+    transformer = real_data.MidrankGaussianTransformer().fit(X)
+    Z = transformer.transform(X)
+    np.testing.assert_array_equal(X, X_before)
+
+    zeros = X[:, 0] == 0
+    expected = stats.norm.ppf(zeros.mean() / 2)  # the middle of the zeros' mass
+    np.testing.assert_allclose(Z[zeros, 0], expected, rtol=1e-12)
+    # No ties in the continuous column: the scores are Phi^-1((i - 1/2) / n).
+    ranks = stats.rankdata(X[:, 1])
+    np.testing.assert_allclose(Z[:, 1], stats.norm.ppf((ranks - 0.5) / n))
+    # Unseen values beyond the training range get the extreme scores.
+    low, high = X[:, 1].min(), X[:, 1].max()
+    Z_new = transformer.transform(np.array([[-1.0, low - 1.0], [99.0, high + 1.0]]))
+    extreme = stats.norm.ppf(0.5 / n)
+    np.testing.assert_allclose(Z_new[:, 1], [extreme, -extreme], rtol=1e-12)
+    np.testing.assert_allclose(Z_new[:, 0], [extreme, -extreme], rtol=1e-12)
+
+
 def test_unknown_transform_is_a_clear_error():
     pytest.importorskip("palmerpenguins")
     dataset = real_data.load("penguins_mass")
-    with pytest.raises(ValueError, match="unknown transform 'rank'"):
-        real_data.make_preprocessor(dataset, "rank")
+    with pytest.raises(ValueError, match="unknown transform 'gauss'"):
+        real_data.make_preprocessor(dataset, "gauss")
