@@ -1,9 +1,12 @@
 """Tests of the certified SOSP solver: escapes, certificates, and their definitions."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der, rosen_hess_prod
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from skderand.optimize import minimize_sosp, sosp_certificate
 from skderand.optimize._problems import double_well, matrix_factorization
@@ -224,3 +227,284 @@ def test_accepts_numpy_generator_as_random_state():
     rng = np.random.default_rng(0)
     cert = sosp_certificate(fun, np.zeros(n_vars), random_state=rng)
     assert cert.min_hessian_eig < 0
+
+
+# Behaviour of each documented option (issue 12: every option has a test of its
+# effect, not only of its acceptance).
+
+
+def _half_square(x):
+    """``||x||^2 / 2``: gradient ``x``, Hessian ``I``, minimizer 0."""
+    return 0.5 * x @ x, x.copy()
+
+
+def _ill_conditioned_quadratic(n=60, seed=0):
+    """``x'Ax/2 - b'x`` with eigenvalues from 1e-3 to 1: smallest one 1e-3."""
+    rng = np.random.default_rng(seed)
+    q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    a = (q * np.geomspace(1e-3, 1.0, n)) @ q.T
+    b = rng.standard_normal(n)
+
+    def fun(x):
+        return 0.5 * x @ a @ x - b @ x, a @ x - b
+
+    return fun, a, np.linalg.solve(a, b)
+
+
+def _iterates(**kwargs):
+    seen = []
+    res = minimize_sosp(
+        callback=lambda r: seen.append(np.array(r.x, copy=True)), **kwargs
+    )
+    return res, seen
+
+
+def test_pgd_step_size_and_step_growth():
+    # On ||x||^2 / 2 a gradient step of size eta maps x to (1 - eta) x, and
+    # Armijo accepts every eta <= 1: the iterates show the step sizes used.
+    x0 = np.ones(3)
+    _, seen = _iterates(fun=_half_square, x0=x0, method="pgd", random_state=0)
+    np.testing.assert_allclose(seen[0], 0.0, atol=1e-15)  # default step_size 1
+    _, seen = _iterates(
+        fun=_half_square,
+        x0=x0,
+        method="pgd",
+        random_state=0,
+        options={"step_size": 0.1, "step_growth": 2.0},
+    )
+    # Steps 0.1, 0.2, 0.4: each accepted step is doubled.
+    np.testing.assert_allclose(seen[0], 0.9 * x0, rtol=1e-14)
+    np.testing.assert_allclose(seen[1], 0.9 * 0.8 * x0, rtol=1e-14)
+    np.testing.assert_allclose(seen[2], 0.9 * 0.8 * 0.6 * x0, rtol=1e-14)
+    _, seen = _iterates(
+        fun=_half_square, x0=x0, method="pgd", options={"step_size": 0.1}
+    )
+    # The default growth is 1.1: steps 0.1, 0.11, 0.121.
+    np.testing.assert_allclose(seen[2], 0.9 * 0.89 * 0.879 * x0, rtol=1e-14)
+
+
+@pytest.mark.parametrize("radius", [1e-6, 1e-2])
+def test_pgd_perturbation_radius(radius):
+    # From the saddle of the double well (gradient 0) the first move is a draw
+    # from the ball of the given radius, followed by one gradient step, which
+    # near the origin (Hessian -I, step 1) doubles it. In 50 dimensions a
+    # uniform draw from the ball has a norm above 0.9 r with probability
+    # 1 - 0.9**50 > 0.99.
+    res, seen = _iterates(
+        fun=double_well,
+        x0=np.zeros(50),
+        method="pgd",
+        random_state=0,
+        options={"perturbation_radius": radius},
+    )
+    assert res.success and res.n_perturbations == 1
+    assert 1.8 * radius <= np.linalg.norm(seen[0]) <= 2.0 * radius
+
+
+@pytest.mark.parametrize("escape_iter", [25, 40])
+def test_pgd_escape_iter_and_certify_early(escape_iter):
+    # Started at the minimizer: with certify_early (the default) the certificate
+    # holds at once, no step is taken; without it the escape test perturbs and
+    # waits escape_iter steps before returning the remembered point.
+    x0 = np.zeros(5)
+    early = minimize_sosp(_half_square, x0, method="pgd", random_state=0)
+    assert early.success and early.n_iter == 0 and early.n_perturbations == 0
+    res = minimize_sosp(
+        _half_square,
+        x0,
+        method="pgd",
+        random_state=0,
+        options={"escape_iter": escape_iter, "certify_early": False},
+    )
+    assert res.success and res.n_perturbations == 1
+    assert res.n_iter == escape_iter
+    np.testing.assert_array_equal(res.x, x0)
+
+
+@pytest.mark.parametrize("step_size", [1.0, 0.5])
+def test_pgd_default_escape_iter_follows_step_size_and_curvature_tol(step_size):
+    # escape_iter=None: the steps for a component along curvature -curvature_tol
+    # to grow by 10 sqrt(n), log(10 sqrt(n)) / log(1 + eta curvature_tol).
+    n, curvature_tol = 5, 1e-2
+    res = minimize_sosp(
+        _half_square,
+        np.zeros(n),
+        method="pgd",
+        curvature_tol=curvature_tol,
+        random_state=0,
+        options={"certify_early": False, "step_size": step_size},
+    )
+    expected = np.ceil(np.log(10 * np.sqrt(n)) / np.log1p(step_size * curvature_tol))
+    assert res.n_iter == expected
+
+
+def test_pgd_escape_decrease(capsys):
+    # The escape from the double well's saddle lowers the objective by about
+    # n/4 = 1: the default threshold (curvature_tol r^2 / 2, tiny) declares the
+    # escape as soon as it happens; a threshold of 1e6 can never be met, so the
+    # escape test runs to its end and is reported inconclusive.
+    fast = minimize_sosp(
+        double_well, np.zeros(4), method="pgd", random_state=0, verbose=1
+    )
+    out = capsys.readouterr().out
+    assert fast.success
+    assert "escaped a saddle" in out and "inconclusive" not in out
+    slow = minimize_sosp(
+        double_well,
+        np.zeros(4),
+        method="pgd",
+        random_state=0,
+        verbose=1,
+        options={"escape_decrease": 1e6},
+    )
+    out = capsys.readouterr().out
+    assert slow.success
+    assert "escaped a saddle" not in out and "escape test inconclusive" in out
+    assert slow.n_iter > 10 * fast.n_iter
+
+
+def test_lbfgs_memory():
+    # More correction pairs, fewer iterations on an ill-conditioned quadratic
+    # (330 with one pair, 222 with the default 20 when this was written).
+    fun, _, x_star = _ill_conditioned_quadratic()
+    n_iter = {}
+    # One BLAS thread: on a loaded machine threaded 60 x 60 products were
+    # measured 20x slower (4 s instead of 0.2 s for this run).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for memory in (1, 20):
+            res = minimize_sosp(
+                fun, np.zeros(60), tol=1e-8, random_state=0, options={"memory": memory}
+            )
+            assert res.success
+            np.testing.assert_allclose(res.x, x_star, atol=1e-4)
+            n_iter[memory] = res.n_iter
+        default = minimize_sosp(fun, np.zeros(60), tol=1e-8, random_state=0)
+    assert n_iter[1] > 1.3 * n_iter[20]
+    assert default.n_iter == n_iter[20]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_max_lanczos_iter_and_lanczos_rtol(method):
+    # At the minimizer (no step taken) the only Hessian products are those of
+    # one Lanczos run. Its smallest Ritz value is an upper bound on the smallest
+    # eigenvalue (1e-3), exact once the Krylov space is invariant (60 steps).
+    fun, a, x_star = _ill_conditioned_quadratic()
+    exact = np.linalg.eigvalsh(a)[0]
+    full = minimize_sosp(fun, x_star, method=method, random_state=0)
+    assert full.nhev == 60
+    assert full.min_hessian_eig == pytest.approx(exact, rel=1e-8)
+    capped = minimize_sosp(
+        fun, x_star, method=method, random_state=0, options={"max_lanczos_iter": 5}
+    )
+    assert capped.nhev == 5
+    assert capped.min_hessian_eig > 2 * exact
+    loose = minimize_sosp(
+        fun, x_star, method=method, random_state=0, options={"lanczos_rtol": 0.1}
+    )
+    # Stops after the minimum of 10 steps, with a cruder eigenvalue.
+    assert loose.nhev == 10
+    assert loose.min_hessian_eig > 2 * exact
+
+
+def test_sosp_certificate_lanczos_rtol():
+    fun, a, x_star = _ill_conditioned_quadratic()
+    exact = np.linalg.eigvalsh(a)[0]
+    tight = sosp_certificate(fun, x_star, lanczos_rtol=1e-12)
+    loose = sosp_certificate(fun, x_star, lanczos_rtol=0.1)
+    assert tight.lanczos_iter == 60
+    assert tight.min_hessian_eig == pytest.approx(exact, rel=1e-8)
+    assert loose.lanczos_iter < tight.lanczos_iter
+    # The loose run stopped because its residual met the looser bound (the
+    # Hessian's scale here is at most 1).
+    assert 1e-12 < loose.lanczos_residual <= 0.1
+    assert loose.min_hessian_eig > 2 * exact
+
+
+def test_sosp_certificate_explicit_curvature_tol():
+    # A saddle with zero gradient and smallest eigenvalue -0.01: certified
+    # exactly when curvature_tol >= 0.01. None means sqrt(tol) = 1e-3.
+    def fun(x):
+        return x[0] ** 2 - 0.005 * x[1] ** 2, np.array([2 * x[0], -0.01 * x[1]])
+
+    x = np.zeros(2)
+    default = sosp_certificate(fun, x)
+    assert default.curvature_tol == pytest.approx(1e-3)
+    assert default.min_hessian_eig == pytest.approx(-0.01, rel=1e-10)
+    assert not default.success
+    assert sosp_certificate(fun, x, curvature_tol=0.02).success
+    assert sosp_certificate(fun, x, curvature_tol=0.02).curvature_tol == 0.02
+    assert not sosp_certificate(fun, x, curvature_tol=0.005).success
+    # tol alone moves the default curvature tolerance: sqrt(1e-2) = 0.1.
+    assert sosp_certificate(fun, x, tol=1e-2).success
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_callback_sees_every_iteration(method):
+    fun, _, n_vars = matrix_factorization(10, 8, 2, 0)
+    x0 = np.random.default_rng(0).standard_normal(n_vars)
+    seen = []
+    res = minimize_sosp(
+        fun,
+        x0,
+        method=method,
+        random_state=0,
+        callback=seen.append,
+        max_iter=300,
+        warn=False,
+    )
+    assert [r.nit for r in seen] == list(range(1, res.n_iter + 1))
+    for r in seen[:: max(1, len(seen) // 10)]:
+        value, grad = fun(r.x)
+        assert r.fun == pytest.approx(value, rel=1e-12)
+        assert r.grad_norm == pytest.approx(np.linalg.norm(grad), rel=1e-12)
+
+
+def _reported_iterations(out):
+    """Iteration numbers of the progress rows (note-free and noted)."""
+    iterations, plain = [], []
+    for line in out.splitlines():
+        fields = line.split()
+        if fields and fields[0].isdigit():
+            iterations.append(int(fields[0]))
+            if len(fields) == 4:
+                plain.append(int(fields[0]))
+    return iterations, plain
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_verbose_levels(method, capsys):
+    fun, _, n_vars = matrix_factorization(10, 8, 2, 0)
+    x0 = np.random.default_rng(0).standard_normal(n_vars)
+    quiet = minimize_sosp(fun, x0, method=method, random_state=0, max_iter=400)
+    assert capsys.readouterr().out == ""
+    one = minimize_sosp(fun, x0, method=method, random_state=0, max_iter=400, verbose=1)
+    out_one = capsys.readouterr().out
+    two = minimize_sosp(fun, x0, method=method, random_state=0, max_iter=400, verbose=2)
+    out_two = capsys.readouterr().out
+    # Printing does not change the run.
+    np.testing.assert_array_equal(quiet.x, one.x)
+    np.testing.assert_array_equal(quiet.x, two.x)
+    for out in (out_one, out_two):
+        assert out.startswith(f"[minimize_sosp] method='{method}', max_iter=400\n")
+        assert out.rstrip().endswith(f"[minimize_sosp] {quiet.message}")
+    # verbose=1: a row every max_iter // 20 = 20 iterations (and the final one);
+    # verbose=2: a row every iteration.
+    _, plain_one = _reported_iterations(out_one)
+    _, plain_two = _reported_iterations(out_two)
+    assert plain_one and all(i % 20 == 0 for i in plain_one)
+    assert len(plain_one) == quiet.n_iter // 20
+    assert plain_two == list(range(1, quiet.n_iter + 1))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_warn_false_suppresses_the_convergence_warning(method):
+    fun, _, n_vars = matrix_factorization(10, 8, 2, 0)
+    x0 = np.random.default_rng(0).standard_normal(n_vars)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = minimize_sosp(
+            fun, x0, method=method, max_iter=3, random_state=0, warn=False
+        )
+    assert not res.success and "max_iter=3" in res.message
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        minimize_sosp(fun, x0, method=method, max_iter=3, random_state=0)
