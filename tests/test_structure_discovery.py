@@ -1,5 +1,6 @@
 """StructureDiscoveryRegressor / Classifier: recovery of planted subspaces."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -121,18 +122,74 @@ def test_singular_values_show_the_gap_and_attributes_are_consistent():
     ]
 
 
-def test_n_init_keeps_the_best_restart_and_runs_in_parallel():
-    X, y, _ = _teacher("tanh(u1.x)+0.5(u2.x)^2", 0, d=8, n=1000)
-    one = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
-    three = _fit(
+def _restart_objectives(X, y, params, random_state, n_init):
+    """Objective of each restart of ``n_init``, each fitted on its own.
+
+    ``_fit_network`` draws the restarts' seeds as
+    ``RandomState(random_state).randint(int32 max, size=n_init)``: restart ``i``
+    is the single fit whose generator has already made ``i`` of those draws.
+    """
+    objectives = []
+    for i in range(n_init):
+        rng = np.random.RandomState(random_state)
+        rng.randint(np.iinfo(np.int32).max, size=i)
+        single = _fit(
+            StructureDiscoveryRegressor(n_init=1, random_state=rng, **params), X, y
+        )
+        objectives.append(single)
+    return objectives
+
+
+# Seeds where the four restarts end at different local minima (objectives
+# 1e-3 apart) and the best is neither the first nor, for one, the last.
+@pytest.mark.parametrize("random_state, best", [(4, 1), (8, 3)])
+def test_n_init_keeps_the_best_restart_and_runs_in_parallel(
+    random_state, best, monkeypatch
+):
+    X, y, _ = make_teacher("(u1.x)(u2.x)", 6, 300, 1, noise=0.3)
+    # A fixed alpha and n_components: every restart starts from a random network.
+    params = dict(hidden_layer_sizes=6, alpha=1e-2, n_components=2)
+    singles = _restart_objectives(X, y, params, random_state, n_init=4)
+    objectives = np.array([single.loss_ for single in singles])
+    assert np.argmin(objectives) == best
+    others = np.delete(objectives, best)
+    assert np.all(others > objectives[best] + 1e-5)  # distinct minima
+    kept = _fit(
+        StructureDiscoveryRegressor(n_init=4, random_state=random_state, **params),
+        X,
+        y,
+    )
+    assert kept.loss_ == pytest.approx(objectives.min(), rel=1e-12, abs=0)
+    for a, b in zip(kept.coefs_, singles[best].coefs_, strict=True):
+        assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+    # n_jobs=2 runs two restarts at the same time: each waits at a barrier
+    # for the other (a sequential run would time out there), and the result is
+    # bit-identical.
+    import skderand.neural._structure_discovery as sd
+
+    barrier = threading.Barrier(2, timeout=30)
+    fit_one = sd._fit_one
+    threads = []
+
+    def fit_one_in_pairs(*args, **kwargs):
+        threads.append(threading.get_ident())
+        barrier.wait()  # BrokenBarrierError unless another restart runs too
+        return fit_one(*args, **kwargs)
+
+    monkeypatch.setattr(sd, "_fit_one", fit_one_in_pairs)
+    parallel = _fit(
         StructureDiscoveryRegressor(
-            hidden_layer_sizes=8, n_init=3, n_jobs=2, random_state=0
+            n_init=4, n_jobs=2, random_state=random_state, **params
         ),
         X,
         y,
     )
-    # The first of the three seeds is the single run's seed.
-    assert three.loss_ <= one.loss_ + 1e-12
+    assert len(threads) == 4 and len(set(threads)) == 2
+    assert parallel.loss_ == kept.loss_
+    for a, b in zip(parallel.coefs_, kept.coefs_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(parallel.subspace_, kept.subspace_)
 
 
 def test_transform_in_pipeline_with_pandas_output():
