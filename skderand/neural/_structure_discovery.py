@@ -76,7 +76,11 @@ _SCORE_TOL = 5e-3
 
 
 def _whitening(X, whiten):
-    """Mean and a matrix ``M`` with ``(X - mean) @ M`` standardized or white.
+    """Mean and a map ``M``: :func:`_whiten` makes ``X`` standardized or white.
+
+    ``M`` is a matrix (``(X - mean) @ M`` is white) with ``whiten``, else the
+    vector of inverse standard deviations (a diagonal matrix, applied
+    elementwise: a dense one would cost ``n d^2``).
 
     Features are first scaled to unit variance (constant ones to zero), so that
     the decay and the relative floor on the correlation eigenvalues are
@@ -90,7 +94,7 @@ def _whitening(X, whiten):
     constant = std <= 1e-12 * np.maximum(np.abs(mean), np.finfo(np.float64).tiny)
     inv_std = np.where(constant, 0.0, 1.0 / np.where(constant, 1.0, std))
     if not whiten:
-        return mean, np.diag(inv_std)
+        return mean, inv_std
     Z = Xc * inv_std
     cov = Z.T @ Z / X.shape[0]
     eigval, eigvec = np.linalg.eigh(cov)
@@ -102,8 +106,12 @@ def _whitening(X, whiten):
 
 
 def _whiten(X, mean, matrix):
-    Xc = X - mean
-    return Xc if matrix is None else Xc @ matrix
+    return _apply(X - mean, matrix)
+
+
+def _apply(A, matrix):
+    """``A @ M`` for the map ``M`` of :func:`_whitening` (a matrix or a diagonal)."""
+    return A * matrix if matrix.ndim == 1 else A @ matrix
 
 
 def _standardize_targets(Y_train, *others):
@@ -492,9 +500,10 @@ class _BaseStructureDiscovery(
             self.n_components_ = int(self.n_components)
         basis = vt[: self.n_components_]
         first = weights[0]
-        if self._whitening is not None:
-            basis = basis @ self._whitening.T
-            first = first @ self._whitening.T
+        # Rows act on whitened inputs (x - mean) @ M: in input coordinates they
+        # are rows @ M.T (a diagonal M is its own transpose).
+        basis = _apply(basis, self._whitening.T)
+        first = _apply(first, self._whitening.T)
         # Re-orthonormalize in input coordinates (rows of ``subspace_``).
         q, r = np.linalg.qr(basis.T)
         self.subspace_ = (q * np.sign(np.diag(r) + (np.diag(r) == 0))).T
