@@ -44,7 +44,7 @@ BAND_FRACTION = 0.25
 # passes, the exact extremes come from them while the map has moved too little
 # for any other pair to overtake them (see _ActivePairs.band). SCAN_SLACK covers
 # the round-off of the pass's Gram-form (and float32) ratios.
-CANDIDATES = 50_000
+CANDIDATES = 10_000
 CANDIDATE_FRACTION = 0.4
 SCAN_SLACK = 1e-5
 
@@ -139,10 +139,9 @@ class _ActivePairs:
         """A blocked pass: the candidate pairs around the extremes at ``M``."""
         n_cand = max(CANDIDATES, 2 * n_side)
         _, _, low, high = self.scan(M, n_cand, band, range_fraction=CANDIDATE_FRACTION)
+        # A pair in both sides is harmless (the extremes are a min and a max).
         rows = np.concatenate([low[0], high[0]])
         cols = np.concatenate([low[1], high[1]])
-        key = np.unique(rows * self.n + cols)
-        rows, cols = np.divmod(key, self.n)
         d2 = exact_sq_dists(self.X, rows, cols)
         keep = d2 > self.scanner.threshold
         rows, cols, d2 = rows[keep], cols[keep], d2[keep]
@@ -284,7 +283,7 @@ class _ActivePairs:
 # entry of the map), its limits, and the constraint pairs per side and LP.
 POLISH_RHO0 = 0.02
 POLISH_RHO_MIN = 1e-7
-POLISH_MAX_LP = 10
+POLISH_MAX_LP = 8
 POLISH_OUTER = 2
 POLISH_PAIRS = 2000
 

@@ -386,7 +386,13 @@ class LearnedJLTransformer(
         for stage, beta in enumerate(betas):
             final = stage == len(betas) - 1
             z, n_iter = pairs.solve_stage(
-                z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
+                z,
+                k,
+                beta,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                rng=rng,
+                **kwargs,
             )
             res = None
             if final:

@@ -26,10 +26,13 @@ STORE_BYTES_32 = 1 << 30
 BLOCK_ELEMENTS = 1 << 22
 
 
-def exact_sq_dists(X, rows, cols, chunk=4096):
-    """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation)."""
+def exact_sq_dists(X, rows, cols, chunk=1 << 20):
+    """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation).
+
+    Each chunk's difference matrix holds about ``chunk`` numbers.
+    """
     out = np.empty(rows.size)
-    step = max(1, chunk * 64 // max(X.shape[1], 1))
+    step = max(1, chunk // max(X.shape[1], 1))
     for start in range(0, rows.size, step):
         sl = slice(start, start + step)
         diff = X[rows[sl]] - X[cols[sl]]
