@@ -1,5 +1,6 @@
 """StructureDiscoveryRegressor / Classifier: recovery of planted subspaces."""
 
+import math
 import threading
 import warnings
 
@@ -391,3 +392,343 @@ def test_too_few_samples_for_the_folds_is_a_clear_error():
     # A fixed alpha and n_components need no folds.
     est = StructureDiscoveryRegressor(alpha=1e-2, n_components=1).fit(X, y)
     assert not hasattr(est, "cv_scores_")
+
+
+# Behaviour of each parameter (issue 12). A numeric alpha and an integer
+# n_components skip the cross-validation: one fit from a random network.
+_FIXED = dict(hidden_layer_sizes=6, alpha=1e-2, n_components=1, random_state=0)
+
+
+def _relu_teacher(n=400, seed=0):
+    return make_teacher("relu(u1.x)", 6, n, seed, noise=0.1)
+
+
+_ACTIVATIONS = {
+    "tanh": np.tanh,
+    "softplus": lambda t, s=1.0: np.logaddexp(0.0, s * t) / s,
+    "sigmoid": lambda t: 1.0 / (1.0 + np.exp(-t)),
+    "gelu": lambda t: t * 0.5 * (1.0 + np.vectorize(math.erf)(t / np.sqrt(2.0))),
+}
+
+
+def _forward(est, X, act):
+    """The network of ``coefs_``/``intercepts_`` with activation ``act``."""
+    a = X
+    for layer, (coef, intercept) in enumerate(
+        zip(est.coefs_, est.intercepts_, strict=True)
+    ):
+        a = a @ coef + intercept
+        if layer < len(est.coefs_) - 1:
+            a = act(a)
+    return a
+
+
+def _objective(est, X, y):
+    """``loss_`` recomputed from the fitted attributes, as documented: the mean
+    of ``0.5 r**2`` over the standardized targets, plus ``alpha ||W||_F^2`` on the
+    first layer in whitened coordinates and ``alpha_other ||W_l||^2`` on the
+    later ones (the output layer's in standardized target units).
+
+    In input coordinates ``coefs_[0] = M W^T`` with ``M`` the whitening matrix,
+    so ``||W||_F^2 = tr(coefs_[0]^T S coefs_[0])`` with ``S`` the covariance
+    of ``X`` (``whiten=True``) or its diagonal (``whiten=False``).
+    """
+    y_std = y.std()
+    residual = (est.predict(X) - y) / y_std
+    cov = np.cov(X, rowvar=False, bias=True)
+    if not est.whiten:
+        cov = np.diag(np.diag(cov))
+    first = np.trace(est.coefs_[0].T @ cov @ est.coefs_[0])
+    later = [c for c in est.coefs_[1:-1]] + [est.coefs_[-1] / y_std]
+    return (
+        0.5 * np.mean(residual**2)
+        + est.alpha_ * first
+        + est.alpha_other * sum(np.sum(c**2) for c in later)
+    )
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"alpha": 0.0},
+        {"alpha": 0.05, "alpha_other": 0.1},
+        {"alpha": 0.05, "whiten": True, "hidden_layer_sizes": (5, 4)},
+    ],
+)
+def test_loss_is_the_documented_objective(params):
+    # Correlated, shifted, scaled inputs, so that whitening and scaling matter.
+    X, y, _ = _relu_teacher(n=300)
+    X = X @ np.random.default_rng(1).standard_normal((6, 6)) + 3.0
+    y = 4.0 * y - 2.0
+    est = StructureDiscoveryRegressor(**{**_FIXED, "alpha_other": 0.02, **params})
+    est = _fit(est, X, y)
+    assert est.alpha_ == params["alpha"]
+    assert est.loss_ == pytest.approx(_objective(est, X, y), rel=1e-9)
+
+
+def test_alpha_zero_leaves_the_first_layer_free():
+    # With no decay nothing drives the first layer's part outside span(U) to
+    # zero: the network fits the noise through it. A decay removes it (the lemma).
+    X, y, U = _relu_teacher()
+    outside = np.eye(6) - U.T @ U
+    free = _fit(StructureDiscoveryRegressor(**{**_FIXED, "alpha": 0.0}), X, y)
+    decayed = _fit(StructureDiscoveryRegressor(**{**_FIXED, "alpha": 0.1}), X, y)
+    assert np.linalg.norm(outside @ free.coefs_[0]) > 10.0
+    assert np.linalg.norm(outside @ decayed.coefs_[0]) < 0.05
+    # curvature_tol=None means alpha_, or sqrt(tol) when alpha_ is 0.
+    assert free.curvature_tol_ == pytest.approx(np.sqrt(free.tol))
+    assert decayed.curvature_tol_ == 0.1
+    explicit = _fit(
+        StructureDiscoveryRegressor(**{**_FIXED, "curvature_tol": 0.3}), X, y
+    )
+    assert explicit.curvature_tol_ == 0.3
+
+
+def test_alpha_other_shrinks_the_later_layers():
+    X, y, _ = _relu_teacher()
+    norms = []
+    for alpha_other in (0.0, 1e-2, 1e-1):
+        est = StructureDiscoveryRegressor(**{**_FIXED, "alpha_other": alpha_other})
+        with warnings.catch_warnings():
+            # Undecayed output weights grow without bound: no certificate.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(X, y)
+        norms.append(np.linalg.norm(est.coefs_[1]))
+    # Measured 126, 0.89, 0.45.
+    assert norms[0] > 10 * norms[1]
+    assert norms[1] > 1.5 * norms[2]
+
+
+def test_small_huber_delta_resists_outliers():
+    # 5 % of the targets shifted by 30: a small delta (robust) still finds the
+    # direction and the clean function; a large one behaves as the squared error
+    # and is dragged by the outliers.
+    X, y, U = _relu_teacher()
+    _, clean, _ = make_teacher("relu(u1.x)", 6, 400, 0, noise=0.0)
+    y = y.copy()
+    y[np.random.default_rng(0).choice(400, 20, replace=False)] += 30.0
+    fits = {
+        delta: _fit(
+            StructureDiscoveryRegressor(
+                loss="pseudo_huber", huber_delta=delta, **_FIXED
+            ),
+            X,
+            y,
+        )
+        for delta in (0.1, 1000.0)
+    }
+    squared = _fit(StructureDiscoveryRegressor(**_FIXED), X, y)
+
+    def rmse(est):
+        return np.sqrt(np.mean((est.predict(X) - clean) ** 2))
+
+    # Measured: 0.26 and 0.06 for delta=0.1; 2.35 and 0.999 for delta=1000.
+    assert rmse(fits[0.1]) < 0.4
+    assert projection_distance(fits[0.1].subspace_, U) < 0.15
+    assert rmse(fits[1000.0]) > 1.5
+    assert projection_distance(fits[1000.0].subspace_, U) > 0.5
+    # delta -> infinity is the squared error (delta**2 (sqrt(1 + r**2/delta**2)
+    # - 1) -> r**2 / 2): from the same start, the same fit.
+    assert_allclose(fits[1000.0].predict(X), squared.predict(X), rtol=0, atol=1e-2)
+
+
+@pytest.mark.parametrize("activation", ["softplus", "sigmoid", "gelu"])
+def test_other_activations_recover_the_subspace(activation):
+    X, y, U = _relu_teacher()
+    est = _fit(StructureDiscoveryRegressor(**_FIXED, activation=activation), X, y)
+    assert est.certified_
+    assert projection_distance(est.subspace_, U) < 0.05
+    assert est.score(X, y) > 0.95
+    # predict is the network with this activation (and no other).
+    out = _forward(est, X, _ACTIVATIONS[activation]).ravel()
+    assert_allclose(est.predict(X), out, rtol=1e-10, atol=1e-10)
+    assert np.max(np.abs(est.predict(X) - _forward(est, X, np.tanh).ravel())) > 1e-2
+
+
+def test_sharpness_scales_the_softplus_and_is_ignored_otherwise():
+    X, y, _ = _relu_teacher(n=200)
+    sharp = _fit(
+        StructureDiscoveryRegressor(**_FIXED, activation="softplus", sharpness=4.0),
+        X,
+        y,
+    )
+
+    def softplus(s):
+        return lambda t: np.logaddexp(0.0, s * t) / s
+
+    assert_allclose(sharp.predict(X), _forward(sharp, X, softplus(4.0)).ravel())
+    assert (
+        np.max(np.abs(sharp.predict(X) - _forward(sharp, X, softplus(1.0)).ravel()))
+        > 1e-2
+    )
+    tanh = [
+        _fit(StructureDiscoveryRegressor(**_FIXED, sharpness=s), X, y)
+        for s in (1.0, 4.0)
+    ]
+    np.testing.assert_array_equal(tanh[0].coefs_[0], tanh[1].coefs_[0])
+
+
+def test_several_hidden_layers():
+    X, y, U = _relu_teacher()
+    est = _fit(
+        StructureDiscoveryRegressor(**{**_FIXED, "hidden_layer_sizes": (8, 5)}), X, y
+    )
+    assert [c.shape for c in est.coefs_] == [(6, 8), (8, 5), (5, 1)]
+    assert [b.shape for b in est.intercepts_] == [(8,), (5,), (1,)]
+    assert est.singular_values_.shape == (6,)
+    assert_allclose(est.predict(X), _forward(est, X, np.tanh).ravel(), rtol=1e-10)
+    assert est.certified_
+    assert projection_distance(est.subspace_, U) < 0.05
+    assert est.score(X, y) > 0.95
+
+
+def test_freeze_first_bias_keeps_the_first_layer_through_the_mean():
+    # The bias is zero in whitened (centred) coordinates, so in input
+    # coordinates the first layer is (x - mean_) @ coefs_[0]: every hidden unit
+    # is at zero pre-activation at the mean input.
+    X, y, _ = _relu_teacher()
+    X = X + 3.0
+    frozen = _fit(StructureDiscoveryRegressor(**_FIXED, freeze_first_bias=True), X, y)
+    free = _fit(StructureDiscoveryRegressor(**_FIXED), X, y)
+    assert_allclose(frozen.intercepts_[0], -frozen.mean_ @ frozen.coefs_[0], atol=1e-12)
+    gap = free.intercepts_[0] + free.mean_ @ free.coefs_[0]
+    assert np.max(np.abs(gap)) > 0.1
+    # Without a trainable bias, tanh units are odd around the mean: a kink away
+    # from it (relu) is fitted worse (measured R^2 0.76 against 0.97).
+    assert frozen.score(X, y) < free.score(X, y) - 0.1
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whiten_recovers_the_subspace_of_correlated_inputs_where_scaling_does_not(
+    seed,
+):
+    # x = A g with an ill-conditioned A; y depends on v.g, i.e. on x through
+    # v A^{-1}. Scaling per feature leaves the correlations, where the decay
+    # tilts the first layer toward the high-variance directions.
+    rng = np.random.default_rng(seed)
+    d, n = 6, 1000
+    A = rng.standard_normal((d, d)) @ np.diag(np.geomspace(0.1, 10.0, d))
+    G = rng.standard_normal((n, d))
+    X = G @ A.T
+    v = np.linalg.qr(rng.standard_normal((d, 1)))[0].T
+    y = np.tanh(2 * G @ v[0]) + 0.1 * rng.standard_normal(n)
+    U = v @ np.linalg.inv(A)
+    params = {**_FIXED, "random_state": seed}
+    white = _fit(StructureDiscoveryRegressor(**params, whiten=True), X, y)
+    scaled = _fit(StructureDiscoveryRegressor(**params), X, y)
+    # Measured 0.003 / 0.013 whitened, 0.11 / 0.85 scaled.
+    assert projection_distance(white.subspace_, U) < 0.05
+    assert (
+        projection_distance(scaled.subspace_, U)
+        > 2 * projection_distance(white.subspace_, U) + 0.05
+    )
+
+
+def test_solver_pgd_is_used_and_certifies():
+    # Perturbed gradient descent from the same start reaches the same minimum
+    # as L-BFGS (to the looser tol), in more, cheaper iterations.
+    X, y, U = _relu_teacher()
+    params = {**_FIXED, "tol": 1e-3, "max_iter": 20_000}
+    pgd = _fit(StructureDiscoveryRegressor(**params, solver="pgd"), X, y)
+    lbfgs = _fit(StructureDiscoveryRegressor(**params), X, y)
+    assert pgd.certified_ and pgd.grad_norm_ <= 1e-3
+    assert pgd.loss_ == pytest.approx(lbfgs.loss_, rel=1e-2)
+    assert projection_distance(pgd.subspace_, U) < 0.05
+    # Measured 326 against 49.
+    assert pgd.n_iter_ > 3 * lbfgs.n_iter_
+
+
+def _lines(out, tag):
+    return [line for line in out.splitlines() if line.startswith(tag)]
+
+
+def test_verbose_prints_the_path_and_the_restarts(capsys):
+    X, y, _ = _relu_teacher(n=200)
+    params = dict(
+        hidden_layer_sizes=6,
+        alphas=[1e-2, 1e-1],
+        cv=2,
+        n_components=1,
+        n_init=2,
+        random_state=0,
+    )
+    quiet = _fit(StructureDiscoveryRegressor(**params), X, y)
+    assert capsys.readouterr().out == ""
+    one = _fit(StructureDiscoveryRegressor(**params, verbose=1), X, y)
+    out = capsys.readouterr().out
+    tag = "[StructureDiscoveryRegressor]"
+    lines = _lines(out, tag)
+    # One line per decay on the path, the choice, one line per restart.
+    assert len(lines) == 5 and len(out.splitlines()) == 5
+    for line, alpha, scores in zip(
+        lines[:2], ["0.01", "0.1"], one.cv_scores_, strict=True
+    ):
+        assert line == (
+            f"{tag} alpha {alpha}: mean held-out score {scores.mean():.4f} over 2 folds"
+        )
+    chosen = one.cv_scores_[list(one.alphas_).index(one.alpha_)]
+    assert lines[2] == (
+        f"{tag} alpha_={one.alpha_:.3g} (mean held-out score {chosen.mean():.4f})"
+    )
+    assert lines[3].startswith(f"{tag} restart 1/2: objective ")
+    assert lines[4].startswith(f"{tag} restart 2/2: objective ")
+    objectives = [
+        float(line.split("objective ")[1].split(",")[0]) for line in lines[3:]
+    ]
+    assert min(objectives) == pytest.approx(one.loss_, rel=1e-5)
+    assert "[minimize_sosp]" not in out
+    # Printing changes nothing.
+    np.testing.assert_array_equal(one.coefs_[0], quiet.coefs_[0])
+
+    two = _fit(StructureDiscoveryRegressor(**params, verbose=2), X, y)
+    out = capsys.readouterr().out
+    assert _lines(out, tag) == lines
+    # The solver's own progress for each restart: its header and its result.
+    assert len(_lines(out, "[minimize_sosp] method='lbfgs'")) == 2
+    assert len(_lines(out, "[minimize_sosp] Certified")) == 2
+    assert len(out.splitlines()) > len(lines) + 4
+    np.testing.assert_array_equal(two.coefs_[0], quiet.coefs_[0])
+
+
+def test_alphas_are_the_decays_tried():
+    X, y, _ = _relu_teacher(n=200)
+    params = dict(hidden_layer_sizes=6, cv=2, n_components=1, random_state=0)
+    est = _fit(StructureDiscoveryRegressor(**params, alphas=[0.3, 1e-3, 0.03]), X, y)
+    assert_allclose(est.alphas_, [1e-3, 0.03, 0.3])  # sorted: the path goes up
+    assert est.cv_scores_.shape == (3, 2)
+    assert est.alpha_ in est.alphas_
+    # A single decay is the only choice: the fit is at that decay.
+    only = _fit(StructureDiscoveryRegressor(**params, alphas=[0.07]), X, y)
+    assert only.alpha_ == 0.07 and only.curvature_tol_ == 0.07
+    assert_allclose(only.alphas_, [0.07])
+
+
+def test_cv_int_splitter_and_iterable():
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    X, y, _ = _relu_teacher(n=150)
+    params = dict(hidden_layer_sizes=4, alphas=[1e-2, 1e-1], n_components=1)
+    params["random_state"] = 0
+    as_int = _fit(StructureDiscoveryRegressor(**params, cv=3), X, y)
+    assert as_int.cv_scores_.shape == (2, 3)
+    # An int is KFold for a regressor (no shuffling), as in check_cv.
+    kfold = _fit(StructureDiscoveryRegressor(**params, cv=KFold(3)), X, y)
+    np.testing.assert_array_equal(as_int.cv_scores_, kfold.cv_scores_)
+    splits = list(KFold(3).split(X))
+    listed = _fit(StructureDiscoveryRegressor(**params, cv=splits), X, y)
+    np.testing.assert_array_equal(as_int.cv_scores_, listed.cv_scores_)
+    # Other folds, other held-out scores: the splitter is what is used.
+    shuffled = _fit(
+        StructureDiscoveryRegressor(
+            **params, cv=KFold(3, shuffle=True, random_state=0)
+        ),
+        X,
+        y,
+    )
+    assert np.max(np.abs(shuffled.cv_scores_ - as_int.cv_scores_)) > 1e-3
+    # For the classifier an int means stratified folds.
+    labels = np.where(y > np.quantile(y, 0.8), "high", "low")  # unbalanced
+    clf = dict(params, hidden_layer_sizes=4)
+    as_int = _fit(StructureDiscoveryClassifier(**clf, cv=3), X, labels)
+    strat = _fit(StructureDiscoveryClassifier(**clf, cv=StratifiedKFold(3)), X, labels)
+    np.testing.assert_array_equal(as_int.cv_scores_, strat.cv_scores_)
