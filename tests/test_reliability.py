@@ -14,6 +14,8 @@ import pytest
 from joblib import parallel_config
 from scipy import sparse
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_info
 
 from tests.test_common import _public_estimators
@@ -261,5 +263,17 @@ def test_fit_leaves_global_state_alone(cls, random_state):
 
 @params
 def test_clone_is_unfitted_and_equal_params(cls):
-    est = _make(cls)
-    assert clone(est).get_params() == est.get_params()
+    X, y = _data(cls)
+    est = _fit(_make(cls), X, y)
+    check_is_fitted(est)
+    fitted_attributes = [
+        k for k in vars(est) if k.endswith("_") and not k.startswith("_")
+    ]
+    assert fitted_attributes
+    copy = clone(est)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(copy)
+    assert not any(hasattr(copy, k) for k in fitted_attributes)
+    assert copy.get_params() == est.get_params()
+    # The fitted original is untouched by cloning.
+    check_is_fitted(est)
