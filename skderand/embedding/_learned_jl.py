@@ -195,7 +195,12 @@ class LearnedJLTransformer(
     Ratios are ``r_ij = ||M (x_i - x_j)||^2 / ||x_i - x_j||^2`` over the pairs
     of distinct training points; coincident points (duplicates) are skipped, as
     every linear map keeps them coincident. One evaluation of the surrogate
-    costs ``O(n_used * n_features * k + n_pairs * k)``. The Johnson-Lindenstrauss
+    costs ``O(n_used * rank * k + n_active * k)`` for the ``n_active`` pairs of
+    the active set and the ``n_used`` points they touch (``rank``: of the
+    centred data); a blocked pass over all pairs costs ``O(n^2 k)`` and is
+    needed only when the map has moved enough for a pair outside the candidate
+    set to overtake the extremes. ``distortion_`` is always exact over all
+    pairs: the pass's candidates are re-measured pair by pair. The Johnson-Lindenstrauss
     lemma [2]_ guarantees distortion ``eps`` at ``k = O(log(n) / eps**2)`` for
     a random map, and Larsen and Nelson [3]_ show that no map does better for
     worst-case point sets; real data often leaves much more room.
