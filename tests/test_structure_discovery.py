@@ -557,6 +557,8 @@ def test_sharpness_scales_the_softplus_and_is_ignored_otherwise():
         return lambda t: np.logaddexp(0.0, s * t) / s
 
     assert_allclose(sharp.predict(X), _forward(sharp, X, softplus(4.0)).ravel())
+    # ... and the network trained was that one: loss_ is its objective.
+    assert sharp.loss_ == pytest.approx(_objective(sharp, X, y), rel=1e-9)
     assert (
         np.max(np.abs(sharp.predict(X) - _forward(sharp, X, softplus(1.0)).ravel()))
         > 1e-2
