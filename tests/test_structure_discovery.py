@@ -691,6 +691,16 @@ def test_verbose_prints_the_path_and_the_restarts(capsys):
     assert len(out.splitlines()) > len(lines) + 4
     np.testing.assert_array_equal(two.coefs_[0], quiet.coefs_[0])
 
+    # With n_components="auto" the choice line names the chosen rank too.
+    auto = _fit(
+        StructureDiscoveryRegressor(**{**params, "n_components": "auto"}, verbose=1),
+        X,
+        y,
+    )
+    chosen = _lines(capsys.readouterr().out, tag)[2]
+    assert chosen.startswith(f"{tag} alpha_={auto.alpha_:.3g} (mean held-out")
+    assert chosen.endswith(f", n_components_={auto.n_components_}")
+
 
 def test_alphas_are_the_decays_tried():
     X, y, _ = _relu_teacher(n=200)
