@@ -65,7 +65,7 @@ _DEFAULT_ALPHAS = np.logspace(-3, 0, 7)
 # infinity-norm gradient tolerance, warm started from the previous decay, within
 # this many iterations. The certificate is computed once, for the final refit.
 _PATH_GTOL = 1e-3
-_PATH_MAX_ITER = 100
+_PATH_MAX_ITER = 50
 
 _REGRESSION_LOSSES = ("squared_error", "pseudo_huber")
 
