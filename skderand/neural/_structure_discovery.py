@@ -64,8 +64,10 @@ _DEFAULT_ALPHAS = np.logspace(-3, 0, 7)
 # Fits along the path are only compared with each other: L-BFGS to this
 # infinity-norm gradient tolerance, warm started from the previous decay, within
 # this many iterations. The certificate is computed once, for the final refit.
+# (50 iterations gave the same real-data scores at 0.6x the time but lost the
+# dimension of one planted teacher, d = 100, n = 4000: distance 0.095.)
 _PATH_GTOL = 1e-3
-_PATH_MAX_ITER = 50
+_PATH_MAX_ITER = 100
 
 _REGRESSION_LOSSES = ("squared_error", "pseudo_huber")
 
