@@ -332,9 +332,13 @@ def test_bad_input_raises():
         jl.inverse_transform(np.ones((2, 4)))
 
 
-def test_active_set_path_large_n():
-    # More pairs (11,175) than the working set: the active-set rounds. The result
-    # must still be measured exactly on all pairs and beat the baselines.
+def test_active_set_path_large_n(monkeypatch):
+    # More pairs (11,175) than the working set and (patched) than needed per
+    # variable: the active-set rounds. The result must still be measured exactly
+    # on all pairs and beat the baselines.
+    from skderand.embedding import _active
+
+    monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
     X = make_data("digits", 1)
     jl = LearnedJLTransformer(10, working_set=1000, random_state=0).fit(X)
     assert jl.distortion_ == pytest.approx(

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 
 from skderand.embedding._pairs import (
+    _GramObjective,
     _PairObjective,
     _PairScanner,
     all_pairs,
@@ -39,6 +40,11 @@ EXACT_CANDIDATES = 256
 MAX_ROUNDS = 10
 ROUND_ITER = 40
 BAND_FRACTION = 0.25
+# Every pair is active below this many pairs per variable (see reset).
+COMPLETE_PER_VARIABLE = 20
+# With every pair active and at most this many points, the surrogate goes through
+# the Gram matrix of the embedded points (BLAS products) instead of a pair list.
+GRAM_MAX_SAMPLES = 700
 # Candidate pairs kept by a blocked pass (per side, at most): those within
 # CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
 # passes, the exact extremes come from them while the map has moved too little
@@ -67,16 +73,9 @@ class _ActivePairs:
         self.n = n
         self.working_set = working_set
         self.scanner = _PairScanner(X)
-        self.complete = n * (n - 1) // 2 <= working_set
-        if self.complete:
-            self.rows, self.cols, self.d2 = all_pairs(X)
-            self.n_pairs = self.rows.size
-        else:
-            self.rows = self.cols = np.empty(0, dtype=np.intp)
-            self.d2 = np.empty(0)
-            self.n_pairs = n * (n - 1) // 2
-        self.sample = None
-        self.candidates = None
+        self.n_pairs = n * (n - 1) // 2
+        self.all = None
+        self.reset(1)
         # Time split and size of the active set, for verbose output and benchmarks.
         self.stats = {
             "solve_s": 0.0,
@@ -85,6 +84,30 @@ class _ActivePairs:
             "n_scans": 0,
             "max_active": self.rows.size,
         }
+
+    def reset(self, k):
+        """Start a fit of dimension ``k``: all pairs, or an empty active set.
+
+        Every pair is active when there are at most ``working_set`` of them, or
+        fewer than ``COMPLETE_PER_VARIABLE`` per optimized variable: an active set
+        small against the number of variables is fitted exactly by the solver
+        while the pairs outside it drift past the extremes.
+        """
+        rank = self.X.shape[1]
+        self.complete = self.n_pairs <= max(
+            self.working_set, COMPLETE_PER_VARIABLE * k * rank
+        )
+        self.sample = None
+        self.candidates = None
+        if self.complete:
+            if self.all is None:
+                self.all = all_pairs(self.X)
+            self.rows, self.cols, self.d2 = self.all
+            if hasattr(self, "stats"):
+                self.stats["max_active"] = self.rows.size
+        else:
+            self.rows = self.cols = np.empty(0, dtype=np.intp)
+            self.d2 = np.empty(0)
 
     # -- all pairs ----------------------------------------------------------------
     def scan(self, M, n_extreme=0, band=np.inf, range_fraction=0.0):
@@ -119,6 +142,8 @@ class _ActivePairs:
             if self.candidates is None or attempt:
                 self._new_candidates(M, n_side, band)
             rows, cols, d2, gram0, lo_limit, hi_limit = self.candidates
+            if rows.size == 0:
+                return np.inf, -np.inf, (rows, cols), (rows, cols)
             Y = self.X @ M.T
             diff = Y[rows] - Y[cols]
             r = np.einsum("ij,ij->i", diff, diff) / d2
@@ -184,6 +209,16 @@ class _ActivePairs:
         )
 
     def objective(self, k, beta, *, derandomized, penalty):
+        if self.complete and self.n <= GRAM_MAX_SAMPLES:
+            obj = _GramObjective(
+                self.X,
+                self.scanner.threshold,
+                k,
+                derandomized=derandomized,
+                penalty=penalty,
+            )
+            obj.beta = beta
+            return obj
         obj = _PairObjective(
             self.X,
             self.rows,
@@ -286,6 +321,9 @@ POLISH_RHO_MIN = 1e-7
 POLISH_MAX_LP = 8
 POLISH_OUTER = 2
 POLISH_PAIRS = 2000
+# Dense LPs beyond this many variables cost more (HiGHS: about 1.5 s per LP at
+# 6,000 variables and 100 constraints) than the polish gains: skipped.
+POLISH_MAX_VARIABLES = 2000
 
 
 def polish_minimax(pairs, W, *, max_constraints, verbose=0):
@@ -305,8 +343,10 @@ def polish_minimax(pairs, W, *, max_constraints, verbose=0):
     first-order (Clarke) stationary point of the active-set minimax, up to the
     final trust radius.
     """
-    start = time.perf_counter()
     k, rank = W.shape
+    if k * rank > POLISH_MAX_VARIABLES:
+        return W, np.inf, 0
+    start = time.perf_counter()
     X = pairs.X
     r0_min, r0_max = pairs.extremes(W)
     base = _scale_free(r0_min, r0_max)

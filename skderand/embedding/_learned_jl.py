@@ -354,6 +354,7 @@ class LearnedJLTransformer(
         """
         rng = np.random.RandomState(seed)
         n_features, rank = basis.shape
+        pairs.reset(k)
         derandomized = self.method == "derandomized"
         start = rng.standard_normal((k, n_features)) / np.sqrt(k)
         # M is the map restricted to the span, in the basis' coordinates.
@@ -367,7 +368,7 @@ class LearnedJLTransformer(
             for s in range(self.n_stages)
         ]
         best = (initial, M, r_min, r_max, sigma)
-        if pairs.n_pairs == 0:
+        if not np.isfinite(r_min):
             # No pair to embed: the surrogate is identically zero, so any map is
             # stationary with zero gradient and zero curvature.
             return self._finish(
