@@ -25,7 +25,7 @@ from skderand._sklearn_compat import (
     validate_data,
 )
 from skderand.embedding._active import _ActivePairs, _scale_free, polish_minimax
-from skderand.optimize import minimize_sosp
+from skderand.optimize import minimize_sosp, sosp_certificate
 
 __all__ = ["LearnedJLTransformer"]
 
@@ -402,18 +402,34 @@ class LearnedJLTransformer(
             )
             res = None
             if final:
-                # The certificate: the surrogate of the final active set, from the
-                # point the rounds reached (a few more iterations at most).
+                # The certificate: the surrogate of the final active set. The
+                # certifying solver gets a short budget from the rounds' end
+                # point; on a fixed active set a long run would fit those pairs
+                # while others overtake the extremes, so its point is kept only
+                # if the all-pairs distortion did not rise, and otherwise the
+                # rounds' end point is certified as it is.
+                objective = pairs.objective(k, beta, **kwargs)
                 res = _solve(
-                    pairs.objective(k, beta, **kwargs),
+                    objective,
                     z,
                     self.tol,
-                    self.max_iter,
+                    min(CERTIFY_ITER, self.max_iter),
                     rng,
                     {"max_lanczos_iter": 100},
                 )
-                z = res.x
-                n_iter += res.n_iter
+                before = _scale_free(*pairs.extremes(z[: k * rank].reshape(k, rank)))
+                after = _scale_free(*pairs.extremes(res.x[: k * rank].reshape(k, rank)))
+                if after <= before:
+                    z = res.x
+                    n_iter += res.n_iter
+                else:
+                    res = sosp_certificate(
+                        objective,
+                        z,
+                        tol=self.tol,
+                        max_lanczos_iter=100,
+                        random_state=rng,
+                    )
             n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
             sigma = abs(z[-1]) if derandomized else 0.0
@@ -581,6 +597,9 @@ class LearnedJLTransformer(
 
 # With no pair the surrogate is the zero function: its gradient and Hessian are
 # exactly zero everywhere, so every map is a second-order stationary point.
+# Iterations the certifying solver may add to the final stage's rounds.
+CERTIFY_ITER = 100
+
 # Pairs per side in each linear program of the polish: enough for the minimax's
 # active constraints on the benchmark sets, few enough for HiGHS to stay fast.
 POLISH_CONSTRAINTS = 50
