@@ -623,16 +623,15 @@ def _span_basis(Xc):
 
 
 def _solve(objective, z, tol, max_iter, rng, options):
-    with warnings.catch_warnings():
-        # The estimator reports its own ConvergenceWarning, naming its
-        # parameters, from the final stage's certificate.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return minimize_sosp(
-            objective,
-            z,
-            method="lbfgs",
-            tol=tol,
-            max_iter=max_iter,
-            random_state=rng,
-            options=options,
-        )
+    # The estimator reports its own ConvergenceWarning, naming its parameters,
+    # from the final stage's certificate.
+    return minimize_sosp(
+        objective,
+        z,
+        method="lbfgs",
+        tol=tol,
+        max_iter=max_iter,
+        random_state=rng,
+        warn=False,
+        options=options,
+    )
