@@ -285,6 +285,11 @@ class _Network:
         )
         return self._cache
 
+    def set_first_decay(self, alpha):
+        """Change the first-layer decay; the cached evaluation no longer holds."""
+        self.decay[0] = alpha
+        self._cache_key = None
+
     def loss_grad(self, theta, X, Y):
         """Objective value and its gradient at ``theta``."""
         value, grad = self._evaluate(theta, X, Y)[:2]

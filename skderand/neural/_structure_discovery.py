@@ -116,12 +116,10 @@ def _apply(A, matrix):
     return A * matrix if matrix.ndim == 1 else A @ matrix
 
 
-def _standardize_targets(Y_train, *others):
-    """Targets scaled by the training part's mean and standard deviation."""
-    mean = Y_train.mean(axis=0)
-    std = Y_train.std(axis=0)
-    scale = np.where(std > 0, std, 1.0)
-    return [(Y - mean) / scale for Y in (Y_train, *others)]
+def _target_scaling(Y):
+    """Mean and scale (the standard deviation, 1 where it is 0) of targets."""
+    std = Y.std(axis=0)
+    return Y.mean(axis=0), np.where(std > 0, std, 1.0)
 
 
 def _validation_score(loss, out, Y, huber_delta=1.0):
@@ -165,8 +163,7 @@ class _DecayPath:
         self.single_thread = single_thread
 
     def fit(self, alpha):
-        self.net.decay[0] = alpha
-        self.net._cache_key = None  # the cached gradient was for the old decay
+        self.net.set_first_decay(alpha)
         with threadpool_limits(
             limits=1 if self.single_thread else None, user_api="blas"
         ):
@@ -208,7 +205,11 @@ class _Fold:
         self.X_test = _whiten(X[test], mean, matrix)
         Y_train, self.Y_test = Y[train], Y[test]
         if self.loss in _REGRESSION_LOSSES:
-            Y_train, self.Y_test = _standardize_targets(Y_train, self.Y_test)
+            y_mean, y_scale = _target_scaling(Y_train)
+            Y_train, self.Y_test = (
+                (Y_train - y_mean) / y_scale,
+                (self.Y_test - y_mean) / y_scale,
+            )
         self.network_params = network_params
         self.single_thread = single_thread
         # The held-out loss of the best constant prediction: the unit in which
@@ -404,8 +405,9 @@ class _BaseStructureDiscovery(
         single_thread = n_samples * n_features * hidden[0] < _SINGLE_THREAD_WORK
 
         theta0 = None
-        if self.alpha == "auto" or self.n_components == "auto":
-            theta0 = self._cross_validate(
+        cross_validate = self.alpha == "auto" or self.n_components == "auto"
+        if cross_validate:
+            self._cross_validate(
                 X,
                 Y,
                 split_labels,
@@ -420,7 +422,7 @@ class _BaseStructureDiscovery(
 
         self.mean_, self._whitening = _whitening(X, self.whiten)
         Xw = _whiten(X, self.mean_, self._whitening)
-        if theta0 is not None:
+        if cross_validate:
             # Follow the decay path on all the data up to the chosen decay: the
             # refit starts on the branch the held-out scores were measured on.
             net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
@@ -530,8 +532,7 @@ class _BaseStructureDiscovery(
         """Choose ``alpha_`` and ``n_components_`` by held-out scores.
 
         Sets ``alphas_``, ``cv_scores_``, ``alpha_``, and ``rank_cv_scores_``
-        and ``n_components_`` when ``n_components="auto"``; returns a truthy
-        value when the refit should continue the decay path.
+        and ``n_components_`` when ``n_components="auto"``.
         """
         if self.alpha == "auto":
             alphas = _DEFAULT_ALPHAS if self.alphas is None else self.alphas
@@ -609,7 +610,6 @@ class _BaseStructureDiscovery(
                     else ""
                 )
             )
-        return True
 
     def _forward(self, X):
         act = _activation(self.activation, self.sharpness)[0]
@@ -982,9 +982,7 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         y = np.asarray(y, dtype=np.float64)
         self._y_ndim = y.ndim
         Y = y.reshape(y.shape[0], -1)
-        y_mean = Y.mean(axis=0)
-        y_std = Y.std(axis=0)
-        y_scale = np.where(y_std > 0, y_std, 1.0)
+        y_mean, y_scale = _target_scaling(Y)
         self._fit_network(
             X, (Y - y_mean) / y_scale, self.loss, self.huber_delta, split_labels=y
         )
