@@ -9,10 +9,12 @@ loses orthogonality and reports a spurious eigenvalue near zero.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 from scipy.optimize import OptimizeResult
+from sklearn.exceptions import ConvergenceWarning
 
 from skderand._random import check_random_state
 
@@ -273,3 +275,81 @@ def sosp_certificate(
     res.nfev = objective.nfev
     res.nhev = objective.nhev
     return res
+
+
+def certificate_message(grad_norm, tol, min_hessian_eig, curvature_tol):
+    """The one sentence every skderand warning uses for a certificate that fails."""
+    return (
+        f"gradient norm {grad_norm:.2e} (tol={tol:g}), smallest Hessian eigenvalue "
+        f"{min_hessian_eig:.2e} (curvature_tol={curvature_tol:g})"
+    )
+
+
+def record_certificate(
+    estimator,
+    *,
+    grad_norm,
+    min_hessian_eig,
+    tol,
+    curvature_tol,
+    n_iter,
+    advice,
+    stacklevel=2,
+):
+    """Store an estimator's fitted certificate and warn once if it does not hold.
+
+    Every skderand estimator exposes the same five attributes after ``fit``:
+    ``grad_norm_``, ``min_hessian_eig_``, ``curvature_tol_`` (the tolerance
+    actually used), ``n_iter_`` and ``certified_``, with ``certified_`` true
+    exactly when ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -curvature_tol_``.
+    The estimators silence the solver (``minimize_sosp(warn=False)``) and call this
+    once, on the point they return, so that a user sees one warning in the
+    estimator's own terms.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        Receives the attributes.
+    grad_norm, min_hessian_eig : float
+        The certificate of the returned point, in the units of the estimator's
+        ``tol`` and ``curvature_tol``.
+    tol, curvature_tol : float
+        The tolerances the certificate is checked against.
+    n_iter : int
+        Solver iterations that produced the point.
+    advice : str
+        What the user can change, in the estimator's parameter names.
+    stacklevel : int, default=2
+        Of the warning, counted from the caller of this function.
+    """
+    estimator.grad_norm_ = float(grad_norm)
+    estimator.min_hessian_eig_ = float(min_hessian_eig)
+    estimator.curvature_tol_ = float(curvature_tol)
+    estimator.n_iter_ = int(n_iter)
+    estimator.certified_ = bool(
+        estimator.grad_norm_ <= tol and estimator.min_hessian_eig_ >= -curvature_tol
+    )
+    if not estimator.certified_:
+        warnings.warn(
+            f"{type(estimator).__name__} did not reach a certified second-order "
+            "stationary point: "
+            f"{certificate_message(grad_norm, tol, min_hessian_eig, curvature_tol)}"
+            f" after {int(n_iter)} iterations. {advice}",
+            ConvergenceWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def record_trivial_certificate(estimator, *, curvature_tol):
+    """The certificate of a problem with nothing to optimize.
+
+    An edgeless graph or data with no pair of distinct points leaves the
+    estimator's objective constant in every variable it has: every point is an
+    exact SOSP. All estimators report that case the same way: zero gradient norm,
+    zero smallest eigenvalue, no iteration, certified.
+    """
+    estimator.grad_norm_ = 0.0
+    estimator.min_hessian_eig_ = 0.0
+    estimator.curvature_tol_ = float(curvature_tol)
+    estimator.n_iter_ = 0
+    estimator.certified_ = True

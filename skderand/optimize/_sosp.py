@@ -24,6 +24,7 @@ from skderand.optimize._certificate import (
     _check_tolerances,
     _check_x,
     _Objective,
+    certificate_message,
 )
 
 __all__ = ["minimize_sosp"]
@@ -505,24 +506,20 @@ def minimize_sosp(
         cert = _certify(objective, x, rng=rng, **certify)
         stopped_by_callback = True
 
+    summary = certificate_message(
+        cert.grad_norm, tol, cert.min_hessian_eig, curvature_tol
+    )
     if cert.success:
         message = "Certified approximate second-order stationary point."
     elif stopped_by_callback:
         message = "Stopped by the callback before the certificate held."
     elif progress.exhausted:
         message = (
-            f"max_iter={max_iter} reached before the certificate held "
-            f"(gradient norm {cert.grad_norm:.3e}, tol {tol:.1e}; smallest Hessian "
-            f"eigenvalue {cert.min_hessian_eig:.3e}, curvature_tol "
-            f"{curvature_tol:.1e})."
+            f"max_iter={max_iter} reached before the certificate held ({summary})."
         )
         advice = " Increase max_iter, or loosen tol / curvature_tol."
     else:
-        message = (
-            "The method stalled before the certificate held (gradient norm "
-            f"{cert.grad_norm:.3e}, tol {tol:.1e}; smallest Hessian eigenvalue "
-            f"{cert.min_hessian_eig:.3e}, curvature_tol {curvature_tol:.1e})."
-        )
+        message = f"The method stalled before the certificate held ({summary})."
         advice = (
             " Round-off limits how small the gradient can get: loosen tol, or "
             "rescale the problem so the objective is of order one."
