@@ -9,7 +9,7 @@ cut, distributed around the expected value ``sum w_ij arccos(v_i . v_j) / pi``.
 
 :class:`skderand.DeterministicMaxCut` derandomizes it (Tsikouras et al., ICLR 2026):
 each vertex gets ``y_i = v_i . z + mu_i``, and the expected cut of ``sign(y)``
-minus ``lambda * ||V||^2`` is maximized over ``V`` and the new offsets ``mu``. By the
+minus ``alpha * ||V||^2`` is maximized over ``V`` and the new offsets ``mu``. By the
 derandomization lemma a second-order stationary point has ``V = 0``: the optimizer
 removes the randomness by itself, and the cut is ``sign(mu)``.
 
@@ -75,7 +75,7 @@ ax = axes[1]
 ax.semilogy(steps, np.maximum(history["v_norm"], 1e-16), color="C3")
 for boundary in np.flatnonzero(np.diff(history["stage"])) + 1:
     ax.axvline(boundary, color="0.8", lw=0.8)
-ax.set(xlabel="L-BFGS iteration (grey: lambda raised)", ylabel="||V||_F")
+ax.set(xlabel="L-BFGS iteration (grey: alpha raised)", ylabel="||V||_F")
 
 ax = axes[2]
 ax.hist(gw_cuts, bins=40, color="C1", alpha=0.7, label="1000 GW roundings")

@@ -2,6 +2,7 @@
 
 import csv
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -354,21 +355,54 @@ def test_sdp_rank_grows_until_the_bound_is_tight():
 # ------------------------------------------------------------- parameters
 
 
-def test_lambda_schedule_follows_lambda_init_and_growth():
+def test_alpha_schedule_follows_alpha_and_growth():
     A = sparse.csr_matrix(gnp(80, 0.15, 2, signed=True))
-    for lambda_init, lambda_growth in [(1e-3, 3.0), (5e-3, 2.0)]:
-        mc = fit(A, lambda_init=lambda_init, lambda_growth=lambda_growth)
+    for alpha, alpha_growth in [(1e-3, 3.0), (5e-3, 2.0)]:
+        mc = fit(A, alpha=alpha, alpha_growth=alpha_growth)
         history = mc.rounding_history_
-        # Every recorded iteration of stage k ran at lambda_init * growth**k (a
-        # stage that converged at once records no iteration).
+        # Every recorded iteration of stage k ran at alpha * growth**k (a stage
+        # that converged at once records no iteration; the certified solve runs
+        # at the last stage's alpha).
         np.testing.assert_allclose(
-            history["lambda"],
-            lambda_init * lambda_growth ** history["stage"],
+            history["alpha"],
+            alpha * alpha_growth ** history["stage"],
             rtol=1e-12,
         )
         assert len(set(history["stage"])) >= 2
-        expected = lambda_init * lambda_growth ** np.arange(mc.n_stages_)
-        assert mc.lambda_ == pytest.approx(expected[-1], rel=1e-12)
+        expected = alpha * alpha_growth ** np.arange(mc.n_stages_)
+        assert mc.alpha_ == pytest.approx(expected[-1], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"tol": 1e-6, "curvature_tol": 0.0}, {"max_iter": 2, "max_stages": 1}],
+)
+def test_certified_is_the_definition(params):
+    # certified_ is exactly grad_norm_ <= tol and min_hessian_eig_ >=
+    # -curvature_tol_, whether the certificate holds or not, and one
+    # ConvergenceWarning is raised exactly when it does not.
+    from sklearn.exceptions import ConvergenceWarning
+
+    A = sparse.csr_matrix(gnp(60, 0.2, 4, signed=True))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        mc = fit(A, local_search=None, **params)
+    tol = params.get("tol", 1e-3)
+    assert mc.curvature_tol_ == pytest.approx(params.get("curvature_tol", tol**0.5))
+    assert mc.certified_ == (
+        mc.grad_norm_ <= tol and mc.min_hessian_eig_ >= -mc.curvature_tol_
+    )
+    assert isinstance(mc.n_iter_, int) and mc.n_iter_ >= 1
+    convergence = [w for w in caught if w.category is ConvergenceWarning]
+    assert len(convergence) == (0 if mc.certified_ else 1)
+    # Two iterations in one stage cannot drive V to zero.
+    assert mc.certified_ == ("max_iter" not in params)
+
+
+def test_trivial_certificate_on_an_edgeless_graph():
+    mc = fit(sparse.csr_matrix((5, 5)))
+    assert (mc.grad_norm_, mc.min_hessian_eig_, mc.n_iter_) == (0.0, 0.0, 0)
+    assert mc.certified_ and mc.curvature_tol_ == pytest.approx(np.sqrt(1e-3))
 
 
 def test_max_stages_caps_the_stages(recwarn):
@@ -441,6 +475,15 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
     replicas = params.get("n_replicas", 16)
     assert f"{replicas} replicas x {sweeps} sweeps" in annealing[0]
     np.testing.assert_array_equal(quiet.labels_, mc.labels_)  # printing only
+
+
+def test_verbose_2_adds_the_solver_progress(capsys):
+    A = sparse.csr_matrix(gnp(60, 0.15, 0, signed=True))
+    fit(A, verbose=1)
+    assert "[minimize_sosp]" not in capsys.readouterr().out
+    fit(A, verbose=2)
+    out = capsys.readouterr().out
+    assert "[minimize_sosp]" in out and "rounding stage 0" in out
 
 
 # ------------------------------------------------------------- closed form

@@ -7,6 +7,7 @@ import time
 import numpy as np
 from scipy import sparse
 
+from skderand._random import seeded_generator
 from skderand.maxcut._graph_io import read_gset
 from skderand.maxcut._local_search import cut_value, one_flip
 from skderand.maxcut._maxcut import DeterministicMaxCut, _fit_memory_bytes
@@ -15,7 +16,7 @@ from skderand.maxcut._memory import check_fits_in_memory, sparse_adjacency_bytes
 
 def random_signed_graph(n_vertices=500, density=0.04, seed=0):
     """An Erdos-Renyi graph with +-1 weights (like Gset's G6-G13), as sparse CSR."""
-    rng = np.random.default_rng(seed)
+    rng = seeded_generator(seed)
     upper = sparse.random(
         n_vertices, n_vertices, density=density, random_state=rng, format="coo"
     )
@@ -49,7 +50,7 @@ def demo_maxcut():
     start = time.perf_counter()
     mc = DeterministicMaxCut(affinity="precomputed").fit(A)
     elapsed = time.perf_counter() - start
-    rng = np.random.default_rng(0)
+    rng = seeded_generator(0)
     V = mc.sdp_vectors_
     signs = np.where(V @ rng.standard_normal((V.shape[1], 100)) >= 0, 1.0, -1.0)
     gw = np.array([cut_value(A, s) for s in signs.T])
@@ -64,7 +65,7 @@ def demo_maxcut():
     print(
         f"  rounding certificate  |V| = {mc.rounding_v_norm_:.1e}, gradient norm "
         f"{mc.grad_norm_:.1e}, min Hessian eig {mc.min_hessian_eig_:.1e}, "
-        f"{mc.n_stages_} lambda stages"
+        f"{mc.n_stages_} alpha stages"
     )
     print("  after the annealing phase (the default local_search):")
     _report(mc, A, elapsed)

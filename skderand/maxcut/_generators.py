@@ -8,7 +8,7 @@ sparse random regular graphs. Each returns the symmetric CSR adjacency.
 
 import numpy as np
 
-from skderand._random import check_random_state
+from skderand._random import seeded_generator
 from skderand.maxcut._graph_io import _edges_to_adjacency
 
 __all__ = ["delaunay_graph", "random_regular_graph", "toroidal_grid_graph"]
@@ -18,12 +18,6 @@ def _weights(n_edges, signed, rng):
     if signed:
         return np.where(rng.random(n_edges) < 0.5, -1.0, 1.0)
     return np.ones(n_edges)
-
-
-def _generator(random_state):
-    rng = check_random_state(random_state)
-    # One Generator API for every random_state kind.
-    return np.random.default_rng(rng.randint(2**31 - 1))
 
 
 def toroidal_grid_graph(n_rows, n_cols, *, signed=True, random_state=None):
@@ -58,7 +52,7 @@ def toroidal_grid_graph(n_rows, n_cols, *, signed=True, random_state=None):
             f"A toroidal grid needs at least 3 rows and 3 columns; got {n_rows} x "
             f"{n_cols}."
         )
-    rng = _generator(random_state)
+    rng = seeded_generator(random_state)
     r, c = np.divmod(np.arange(n_rows * n_cols), n_cols)
     right = r * n_cols + (c + 1) % n_cols
     down = ((r + 1) % n_rows) * n_cols + c
@@ -100,7 +94,7 @@ def delaunay_graph(n_vertices, *, signed=False, random_state=None):
 
     if n_vertices < 3:
         raise ValueError(f"A triangulation needs at least 3 points; got {n_vertices}.")
-    rng = _generator(random_state)
+    rng = seeded_generator(random_state)
     triangles = Delaunay(rng.random((n_vertices, 2))).simplices
     pairs = np.concatenate(
         [triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [0, 2]]]
@@ -146,7 +140,7 @@ def random_regular_graph(n_vertices, degree=3, *, signed=False, random_state=Non
             "A degree-regular graph needs 1 <= degree < n_vertices and "
             f"n_vertices * degree even; got n_vertices={n_vertices}, degree={degree}."
         )
-    rng = _generator(random_state)
+    rng = seeded_generator(random_state)
     stubs = rng.permutation(np.repeat(np.arange(n_vertices), degree))
     pairs = stubs.reshape(-1, 2)
     while True:

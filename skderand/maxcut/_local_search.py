@@ -7,6 +7,15 @@ flipped vertex's row only, so a move costs ``O(deg + n)``.
 
 import numpy as np
 
+# Tabu tenures are drawn uniformly from [n // _TENURE_MIN_DIVISOR,
+# n // _TENURE_MAX_DIVISOR] moves, 1% to 5% of the vertices: long enough that
+# a flipped vertex cannot flip straight back and the search cannot cycle
+# between a few cuts, short enough that at most a few percent of the vertices
+# are frozen at any time; random within the range so that no fixed period
+# repeats.
+_TENURE_MIN_DIVISOR = 100
+_TENURE_MAX_DIVISOR = 20
+
 
 def cut_value(adjacency, spins):
     """``sum_{i<j} w_ij [s_i != s_j]`` for ``spins`` in {-1, +1}."""
@@ -21,7 +30,7 @@ def _gain_eps(adjacency):
     return 1e-9 * max(1.0, float(np.abs(adjacency.data).max(initial=0.0)))
 
 
-def one_flip(adjacency, spins, max_flips=None):
+def one_flip(adjacency, spins):
     """Flip the vertex with the largest positive gain until none is left.
 
     Ties go to the smallest index, so the result is deterministic. Returns
@@ -31,9 +40,8 @@ def one_flip(adjacency, spins, max_flips=None):
     field = adjacency @ spins
     indptr, indices, data = adjacency.indptr, adjacency.indices, adjacency.data
     n_flips = 0
-    limit = np.inf if max_flips is None else max_flips
     eps = _gain_eps(adjacency)
-    while n_flips < limit:
+    while True:
         gains = spins * field
         i = int(np.argmax(gains))
         if gains[i] <= eps:
@@ -65,8 +73,8 @@ def tabu_search(adjacency, spins, n_moves, rng):
     gain_total = 0.0  # cut(spins) - cut(start), tracked exactly by the gains
     best_total = 0.0
     tabu_until = np.zeros(n, dtype=np.int64)
-    low = max(1, n // 100)
-    high = max(low + 1, n // 20)
+    low = max(1, n // _TENURE_MIN_DIVISOR)
+    high = max(low + 1, n // _TENURE_MAX_DIVISOR)
     tenures = rng.integers(low, high + 1, size=n_moves)
     for move in range(n_moves):
         gains = spins * field

@@ -1,19 +1,17 @@
 """DeterministicMaxCut: derandomized Goemans-Williamson with a certified bound."""
 
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
 from threadpoolctl import threadpool_limits
 
-from skderand._random import check_random_state
+from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand.maxcut._annealing import anneal, greedy_colouring
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
@@ -25,13 +23,15 @@ from skderand.maxcut._memory import (
     format_bytes,
     maxcut_fit_bytes,
 )
-from skderand.maxcut._rounding import SmoothedCut
 from skderand.maxcut._sdp import (
     sdp_objective,
     solve_sdp_adaptive,
     symmetric_adjacency,
 )
-from skderand.optimize import sosp_certificate
+from skderand.optimize._certificate import (
+    record_certificate,
+    record_trivial_certificate,
+)
 
 __all__ = ["DeterministicMaxCut"]
 
@@ -53,6 +53,11 @@ _AUTO_SWEEPS_MIN = 100
 # Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
 # stays valid at any rank.
 _MAX_SDP_RANK = 100
+# The rounding's stages stop once ||V||_F <= _V_TOL * tau * sqrt(n): a root-mean-
+# square |v_i| of a thousandth of the smoothing noise tau, so that V z shifts a
+# typical y_i by 0.1% of the noise's spread and sign(mu) is the cut the
+# objective sees.
+_V_TOL = 1e-3
 
 
 def _sdp_rank(n_active):
@@ -112,10 +117,11 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     Burer-Monteiro low-rank method on the sparse edge list; (2) the derandomized
     rounding of Tsikouras et al.: vertex ``i`` is given ``y_i = v_i . z + mu_i``
     with the SDP vectors ``v_i``, Gaussian ``z`` and new offsets ``mu_i``, and the
-    smoothed expected cut of ``sign(y)`` minus ``lambda * ||V||_F**2`` is maximized
-    over ``(V, mu)`` with :func:`skderand.optimize.minimize_sosp`, ``lambda``
-    being raised in stages; at a second-order stationary point ``V = 0``, so the
-    cut is ``sign(mu)``, with no random rounding; (3) an improvement phase, by
+    smoothed expected cut of ``sign(y)`` minus ``alpha * ||V||_F**2`` is maximized
+    over ``(V, mu)``, ``alpha`` being raised in stages, and the last stage's
+    point is made a certified second-order stationary point by
+    :func:`skderand.optimize.minimize_sosp`; there ``V = 0``, so the cut is
+    ``sign(mu)``, with no random rounding; (3) an improvement phase, by
     default simulated annealing started from that cut; (4) an upper bound on the
     maximum cut from the dual of the SDP.
 
@@ -149,18 +155,27 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     tau : float, default=0.1
         Standard deviation of the Gaussian noise that smooths the sign in the
         rounding objective (see Notes).
-    lambda_init : float, default=1e-3
-        Penalty ``lambda`` on ``||V||_F**2`` in the first stage of the rounding,
-        relative to the mean absolute edge weight.
-    lambda_growth : float, default=3.0
-        Factor by which ``lambda`` grows from one stage to the next.
+    alpha : float, default=1e-3
+        Penalty weight ``alpha`` on ``||V||_F**2`` in the first stage of the
+        rounding, relative to the mean absolute edge weight.
+    alpha_growth : float, default=3.0
+        Factor by which ``alpha`` grows from one stage to the next.
     max_stages : int, default=20
-        Largest number of ``lambda`` stages.
+        Largest number of ``alpha`` stages.
     max_iter : int, default=150
-        Largest number of L-BFGS iterations per stage.
+        Largest number of L-BFGS iterations per stage, and of the final
+        certified solve.
     tol : float, default=1e-3
-        Gradient-norm tolerance of the rounding's certificate, on the objective
-        divided by the mean absolute edge weight.
+        Gradient-norm tolerance of the rounding's certificate. Units: the
+        rounding objective (smoothed expected cut minus the penalty) is
+        computed on the weights divided by their mean absolute value, so ``tol``
+        bounds the Euclidean norm of its gradient in ``(V, mu)`` in units of
+        the mean absolute edge weight, whatever the scale of the weights.
+    curvature_tol : float, default=None
+        The certificate requires the smallest eigenvalue of the Hessian of the
+        negated rounding objective (same units as ``tol``) to be at least
+        ``-curvature_tol``. ``None`` means ``sqrt(tol)``, as in
+        :func:`~skderand.optimize.minimize_sosp`.
     rounding_rank : int, default=6
         Columns of ``V`` in the rounding: the SDP vectors are projected on their
         leading principal directions (and renormalized), which keeps each
@@ -190,12 +205,18 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Independent annealing chains, run together as the columns of one sign
         matrix (one sparse product per colour class serves all of them).
     random_state : int, RandomState instance or None, default=0
-        Seeds the SDP start, the perturbation of ``mu`` and the tabu tenures. The
-        default fixed seed makes the cut the same on every call; ``None`` seeds
-        from the operating system on every fit (numpy's global generator is
-        never drawn from).
+        Seeds the SDP start, the perturbation of ``mu``, the certificate's
+        Lanczos start, the annealing draws and the tabu tenures. The default is
+        a fixed seed, unlike the other skderand estimators (``None``), because
+        what this estimator promises is a deterministic cut: with the default,
+        the same graph gives the same cut on every call and every machine.
+        ``None`` seeds from the operating system on every fit (numpy's global
+        generator is never drawn from).
     verbose : int, default=0
-        Prints each stage of the rounding with its certificate.
+        ``0`` prints nothing; ``1`` prints a line for each stage as it ends
+        (each SDP rank with its bound, each rounding stage, the certificate, the
+        improvement phase); ``2`` also prints the solver's progress inside the
+        rounding's certified solve.
 
     Attributes
     ----------
@@ -220,24 +241,31 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     rounded_cut_value_ : float
         Cut of ``sign(mu)`` after the rounding, before the local search.
     grad_norm_ : float
-        Certificate of the rounding: gradient norm at the returned point.
+        The rounding's certificate (see Notes): gradient norm of the rounding
+        objective at the returned ``(V, mu)``, in the units of ``tol``.
     min_hessian_eig_ : float
-        Certificate of the rounding: smallest Hessian eigenvalue (Lanczos).
+        The rounding's certificate: smallest Hessian eigenvalue there (a
+        Lanczos Ritz value), in the units of ``tol``.
+    curvature_tol_ : float
+        The curvature tolerance used (``sqrt(tol)`` when ``curvature_tol`` is
+        ``None``).
     certified_ : bool
-        Whether both certificate tolerances hold.
+        ``grad_norm_ <= tol and min_hessian_eig_ >= -curvature_tol_``.
     rounding_v_norm_ : float
         ``||V||_F`` at the end of the rounding (the lemma drives it to ~0).
     mu_ : ndarray of shape (n_vertices,)
         Offsets at the end of the rounding (0 for isolated vertices).
-    lambda_ : float
-        Penalty of the last stage.
+    alpha_ : float
+        Penalty weight of the last stage (and of the certified solve).
     n_iter_ : int
-        L-BFGS iterations of the rounding over all stages.
+        L-BFGS iterations of the rounding over all stages and the certified
+        solve.
     n_stages_ : int
-        Number of ``lambda`` stages run.
+        Number of ``alpha`` stages run.
     rounding_history_ : dict of ndarray
-        Per rounding iteration: ``"stage"``, ``"lambda"``, ``"expected_cut"``
-        (smoothed, penalty excluded) and ``"v_norm"``.
+        Per rounding iteration: ``"stage"``, ``"alpha"``, ``"expected_cut"``
+        (smoothed, penalty excluded) and ``"v_norm"``; the certified solve's
+        iterations are recorded under the last stage.
     timings_ : dict
         Wall time in seconds of each stage: ``"affinity"``, ``"sdp"``,
         ``"upper_bound"``, ``"rounding"``, ``"local_search"``, ``"total"``.
@@ -259,6 +287,22 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     and its gradient are computed exactly through Owen's T function in
     ``O(|E| r)``. By the derandomization lemma, every second-order stationary point
     of the penalized objective has ``V = 0``.
+
+    The certificate (``grad_norm_``, ``min_hessian_eig_``, ``certified_``) is
+    computed once, on the ``(V, mu)`` the rounding returns. The ``alpha`` stages
+    are first-order continuation steps (L-BFGS, at most ``max_iter`` iterations
+    each) that carry the SDP vectors towards ``V = 0``; the last stage's point is
+    then handed to :func:`~skderand.optimize.minimize_sosp` at the last
+    ``alpha``, which iterates until it is an approximate second-order stationary
+    point (stepping along negative curvature if it finds some) and certifies it:
+    the Euclidean norm of the gradient of ``-(E[cut] - alpha ||V||_F**2)``, over
+    all entries of ``V`` and ``mu``, is at most ``tol``, and the smallest
+    eigenvalue of its Hessian (Lanczos on finite-difference Hessian products) is
+    at least ``-curvature_tol``. The objective is computed on the weights
+    divided by their mean absolute value, so both numbers are in units of the
+    mean absolute edge weight. By the lemma such a point has ``V ~ 0``; the
+    certificate says that the rounded cut ``sign(mu)`` is a local maximum of
+    the smoothed expected cut, to these tolerances.
 
     The improvement phase (``local_search="annealing"``): the rounded cut is made
     1-flip optimal, then ``n_replicas`` copies of it are annealed together as the
@@ -320,11 +364,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         "gamma": [Interval(Real, 0, None, closed="left")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
-        "lambda_init": [Interval(Real, 0, None, closed="neither")],
-        "lambda_growth": [Interval(Real, 1, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha_growth": [Interval(Real, 1, None, closed="neither")],
         "max_stages": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "curvature_tol": [Interval(Real, 0, None, closed="left"), None],
         "rounding_rank": [Interval(Integral, 1, None, closed="left"), None],
         "local_search": [StrOptions({"annealing", "tabu", "1-flip"}), None],
         "n_tabu_moves": [Interval(Integral, 0, None, closed="left"), None],
@@ -341,11 +386,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         gamma=1.0,
         n_neighbors=10,
         tau=0.1,
-        lambda_init=1e-3,
-        lambda_growth=3.0,
+        alpha=1e-3,
+        alpha_growth=3.0,
         max_stages=20,
         max_iter=150,
         tol=1e-3,
+        curvature_tol=None,
         rounding_rank=6,
         local_search="annealing",
         n_tabu_moves=None,
@@ -358,11 +404,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.gamma = gamma
         self.n_neighbors = n_neighbors
         self.tau = tau
-        self.lambda_init = lambda_init
-        self.lambda_growth = lambda_growth
+        self.alpha = alpha
+        self.alpha_growth = alpha_growth
         self.max_stages = max_stages
         self.max_iter = max_iter
         self.tol = tol
+        self.curvature_tol = curvature_tol
         self.rounding_rank = rounding_rank
         self.local_search = local_search
         self.n_tabu_moves = n_tabu_moves
@@ -454,11 +501,11 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         A = self._adjacency(X)
         n = A.shape[0]
         timings["affinity"] = time.perf_counter() - start
-        rng = check_random_state(self.random_state)
+        rng = seeded_generator(self.random_state)
         # Multi-threaded BLAS makes the many small products of the solver loops
         # 50-100x slower (thread start-up dominates); one thread is fastest.
         with threadpool_limits(1):
-            self._fit_graph(A, n, np.random.default_rng(rng.randint(2**31)), timings)
+            self._fit_graph(A, n, rng, timings)
         timings["total"] = time.perf_counter() - start
         self.timings_ = timings
         return self
@@ -477,7 +524,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         sub = A[active][:, active].tocsr()
         upper = sparse.triu(sub, k=1).tocoo()
         rows, cols = upper.row.astype(np.int64), upper.col.astype(np.int64)
-        # Scale-free tolerances and lambda: the solver sees weights of mean
+        # Scale-free tolerances and alpha: the solver sees weights of mean
         # magnitude one; cut values are scaled back.
         scale = float(np.mean(np.abs(upper.data)))
         weights = upper.data / scale
@@ -485,7 +532,11 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         adjacency = symmetric_adjacency(n_act, rows, cols, weights)
 
         V, bound, ranks = solve_sdp_adaptive(
-            adjacency, rng, max_rank=_sdp_rank(n_act), timings=timings
+            adjacency,
+            rng,
+            max_rank=_sdp_rank(n_act),
+            timings=timings,
+            verbose=self.verbose,
         )
         self.sdp_ranks_ = np.asarray(ranks)
         self.sdp_vectors_ = np.zeros((n, V.shape[1]))
@@ -495,72 +546,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.upper_bound_ = scale * bound
 
         t = time.perf_counter()
-        V_round = V
-        if self.rounding_rank is not None and self.rounding_rank < V.shape[1]:
-            # Leading principal directions of the SDP vectors, renormalized: a
-            # cheaper start that keeps most of the geometry.
-            U, s, _ = np.linalg.svd(V, full_matrices=False)
-            V_round = U[:, : self.rounding_rank] * s[: self.rounding_rank]
-            V_round /= np.maximum(np.linalg.norm(V_round, axis=1), 1e-12)[:, None]
-        history = {"stage": [], "lambda": [], "expected_cut": [], "v_norm": []}
-
-        def record(stage, lam, Vk, muk, penalized):
-            v2 = float(np.sum(Vk * Vk))
-            history["stage"].append(stage)
-            history["lambda"].append(lam)
-            history["expected_cut"].append(scale * (penalized + lam * v2))
-            history["v_norm"].append(np.sqrt(v2))
-
-        mu, V_final, info = derandomized_rounding(
-            n_act,
-            rows,
-            cols,
-            weights,
-            V_round,
-            rng,
-            tau=self.tau,
-            lambda_init=self.lambda_init,
-            lambda_growth=self.lambda_growth,
-            max_stages=self.max_stages,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            v_tol=1e-3 * self.tau,
-            max_lanczos_iter=3,
-            callback=record,
-            verbose=self.verbose,
-        )
-        objective = SmoothedCut(
-            n_act, rows, cols, weights, V_round.shape[1], self.tau, info["lambda"]
-        )
-        z = np.concatenate([V_final.ravel(), mu])
-        cert = sosp_certificate(
-            objective,
-            z,
-            tol=self.tol,
-            max_lanczos_iter=min(z.size, 30),
-            random_state=int(rng.integers(2**31 - 1)),
-        )
-        timings["rounding"] = time.perf_counter() - t
-        self.rounding_history_ = {k: np.asarray(v) for k, v in history.items()}
-        self.grad_norm_ = cert.grad_norm
-        self.min_hessian_eig_ = cert.min_hessian_eig
-        self.certified_ = bool(cert.success)
-        self.rounding_v_norm_ = info["v_norm"]
-        self.lambda_ = info["lambda"]
-        self.n_iter_ = info["n_iter"]
-        self.n_stages_ = info["n_stages"]
+        mu = self._round(rows, cols, weights, V, scale, rng)
         self.mu_[active] = mu * scale
-        if not cert.success:
-            warnings.warn(
-                "DeterministicMaxCut: the rounding did not reach a certified "
-                f"second-order stationary point (gradient norm {cert.grad_norm:.2e}, "
-                f"tol {self.tol:.1e}; smallest Hessian eigenvalue "
-                f"{cert.min_hessian_eig:.2e}; |V| = {info['v_norm']:.2e}). "
-                "Increase max_iter or max_stages.",
-                ConvergenceWarning,
-                # Past _fit_graph, fit and sklearn's _fit_context, to the caller.
-                stacklevel=4,
-            )
+        timings["rounding"] = time.perf_counter() - t
 
         spins = np.where(mu >= 0, 1.0, -1.0)
         self.rounded_cut_value_ = scale * cut_value(adjacency, spins)
@@ -581,6 +569,70 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.cut_value_ = cut_value(sub, np.where(self.labels_[active] == 1, -1.0, 1.0))
         if self.labels_[0] == 1:
             self.labels_ = 1 - self.labels_
+
+    def _round(self, rows, cols, weights, V, scale, rng):
+        """The derandomized rounding; stores its history and its certificate.
+
+        Returns the offsets ``mu`` (scaled weights); the rounded cut is
+        ``sign(mu)``.
+        """
+        V_round = V
+        if self.rounding_rank is not None and self.rounding_rank < V.shape[1]:
+            # Leading principal directions of the SDP vectors, renormalized: a
+            # cheaper start that keeps most of the geometry.
+            U, s, _ = np.linalg.svd(V, full_matrices=False)
+            V_round = U[:, : self.rounding_rank] * s[: self.rounding_rank]
+            V_round /= np.maximum(np.linalg.norm(V_round, axis=1), 1e-12)[:, None]
+        history = {"stage": [], "alpha": [], "expected_cut": [], "v_norm": []}
+
+        def record(stage, alpha, Vk, muk, penalized):
+            v2 = float(np.sum(Vk * Vk))
+            history["stage"].append(stage)
+            history["alpha"].append(alpha)
+            history["expected_cut"].append(scale * (penalized + alpha * v2))
+            history["v_norm"].append(np.sqrt(v2))
+
+        curvature_tol = (
+            np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
+        )
+        mu, _, info = derandomized_rounding(
+            V_round.shape[0],
+            rows,
+            cols,
+            weights,
+            V_round,
+            rng,
+            tau=self.tau,
+            alpha=self.alpha,
+            alpha_growth=self.alpha_growth,
+            max_stages=self.max_stages,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            v_tol=_V_TOL * self.tau,
+            callback=record,
+            verbose=self.verbose,
+        )
+        self.rounding_history_ = {k: np.asarray(v) for k, v in history.items()}
+        self.rounding_v_norm_ = info["v_norm"]
+        self.alpha_ = info["alpha"]
+        self.n_stages_ = info["n_stages"]
+        result = info["result"]
+        record_certificate(
+            self,
+            grad_norm=result.grad_norm,
+            min_hessian_eig=result.min_hessian_eig,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            n_iter=info["n_iter"],
+            advice=(
+                f"|V| = {info['v_norm']:.2e} at the end of the rounding. Increase "
+                "max_iter or max_stages, or loosen tol / curvature_tol."
+            ),
+            # Past _round, _fit_graph, fit and sklearn's _fit_context.
+            stacklevel=5,
+        )
+        return mu
 
     def _anneal(self, adjacency, spins, rng):
         """Annealing from the 1-flip-optimal rounded cut; never returns less."""
@@ -608,7 +660,8 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             print(
                 f"[DeterministicMaxCut] annealing: {len(classes)} colour classes, "
                 f"{self.n_replicas} replicas x {n_sweeps} sweeps; cut "
-                f"{start_cut:.6g} -> {max(start_cut, best_cut):.6g} (scaled weights)"
+                f"{start_cut:.6g} -> {max(start_cut, best_cut):.6g} (scaled weights)",
+                flush=True,
             )
         return best if best_cut >= start_cut else start
 
@@ -620,15 +673,17 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.rounded_cut_value_ = 0.0
         self.sdp_vectors_ = np.zeros((self.labels_.size, 1))
         self.sdp_ranks_ = np.zeros(0, dtype=np.int64)
-        self.grad_norm_ = 0.0
-        self.min_hessian_eig_ = 0.0
-        self.certified_ = True
+        record_trivial_certificate(
+            self,
+            curvature_tol=(
+                np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
+            ),
+        )
         self.rounding_v_norm_ = 0.0
-        self.lambda_ = 0.0
-        self.n_iter_ = 0
+        self.alpha_ = 0.0
         self.n_stages_ = 0
         self.rounding_history_ = {
-            k: np.empty(0) for k in ("stage", "lambda", "expected_cut", "v_norm")
+            k: np.empty(0) for k in ("stage", "alpha", "expected_cut", "v_norm")
         }
 
     def fit_predict(self, X, y=None):

@@ -12,10 +12,18 @@ with ``L`` the weighted Laplacian (weak duality with the feasible point
 of the primal point) makes the bound tight at an exact solution.
 """
 
+import time
+
 import numpy as np
 from scipy import sparse
 from scipy.optimize import minimize
 from scipy.sparse.linalg import eigsh
+
+# Up to this many vertices the dual matrix's smallest eigenvalue comes from a
+# dense eigensolver: exact to round-off, and at n = 200 (a 200 x 200 eigvalsh,
+# about 5 ms) cheaper than starting Lanczos, which would also need a Krylov
+# space of a sizeable fraction of n to be reliable there.
+_DENSE_EIGEN_MAX_N = 200
 
 
 def symmetric_adjacency(n, rows, cols, weights):
@@ -86,7 +94,7 @@ def dual_upper_bound(adjacency, V, rng):
     LV = laplacian @ V
     y = np.einsum("ij,ij->i", V, LV) / 4.0
     S = (sparse.diags(y) - laplacian / 4.0).tocsr()
-    if n <= 200:
+    if n <= _DENSE_EIGEN_MAX_N:
         # Small graphs: a dense symmetric eigensolver, with a margin for its
         # backward error (a few ulps of the matrix norm).
         lam_low = float(np.linalg.eigvalsh(S.toarray())[0])
@@ -105,7 +113,14 @@ def dual_upper_bound(adjacency, V, rng):
 
 
 def solve_sdp_adaptive(
-    adjacency, rng, *, max_rank, initial_rank=8, gap_rtol=2e-4, timings=None
+    adjacency,
+    rng,
+    *,
+    max_rank,
+    initial_rank=8,
+    gap_rtol=2e-4,
+    timings=None,
+    verbose=0,
 ):
     """Burer-Monteiro with the rank raised only while the dual bound asks for it.
 
@@ -118,10 +133,9 @@ def solve_sdp_adaptive(
     usually need a rank far below ``sqrt(2 n)``.
 
     Returns ``(V, bound, ranks)``; ``timings`` (a dict), if given, accumulates
-    the seconds spent in ``"sdp"`` and ``"upper_bound"``.
+    the seconds spent in ``"sdp"`` and ``"upper_bound"``; ``verbose`` prints a
+    line per rank as it is done.
     """
-    import time
-
     n = adjacency.shape[0]
     timings = {} if timings is None else timings
     for key in ("sdp", "upper_bound"):
@@ -143,6 +157,13 @@ def solve_sdp_adaptive(
         timings["upper_bound"] += time.perf_counter() - start
         ranks.append(rank)
         correction = n * max(0.0, -lam_low)
+        if verbose:
+            print(
+                f"[DeterministicMaxCut] SDP rank {rank}: value "
+                f"{sdp_objective(adjacency, V):.6g}, bound {bound:.6g} (eigenvalue "
+                f"term {correction:.3g}; scaled weights)",
+                flush=True,
+            )
         if correction <= gap_rtol * abs(bound) or rank >= max_rank:
             return V, bound, ranks
         rank = min(2 * rank, max_rank)
