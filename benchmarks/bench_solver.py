@@ -17,8 +17,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from skderand.optimize import minimize_sosp
-from skderand.optimize._problems import double_well, matrix_factorization
+from skderand.optimize import double_well, matrix_factorization, minimize_sosp
 
 
 def factorization_problem(m, n, rank):

@@ -37,8 +37,11 @@ from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
 
 from skderand import StructureDiscoveryRegressor
-from skderand.neural._metrics import projection_distance
-from skderand.neural._teachers import TEACHERS, make_teacher
+from skderand.datasets import (
+    MULTI_INDEX_LINKS,
+    make_multi_index_regression,
+    subspace_distance,
+)
 
 SIZES = [(20, 2000), (50, 2000), (100, 4000)]
 
@@ -108,7 +111,8 @@ def ours(X, y, k, seed, **params):
 
 def table_teacher(name, d, n):
     """The table's data for teacher ``name`` at size ``d x n``, with its seed."""
-    return make_teacher(name, d, n, seed=1000 * d + n + list(TEACHERS).index(name))
+    seed = 1000 * d + n + MULTI_INDEX_LINKS.index(name)
+    return make_multi_index_regression(n, d, link=name, random_state=seed)
 
 
 def _timed(fn, *args):
@@ -134,14 +138,14 @@ def run(sizes, seed, params):
     print("-" * len(header))
     results = []
     for d, n in sizes:
-        for name in TEACHERS:
+        for name in MULTI_INDEX_LINKS:
             X, y, U = table_teacher(name, d, n)
             k = U.shape[0]
             row = {"d": d, "n": n, "teacher": name}
             cells = []
             for method, fn in methods:
                 B, elapsed = _timed(fn, X, y, k)
-                dist = projection_distance(B, U)
+                dist = subspace_distance(B, U)
                 row[method] = (dist, elapsed)
                 cells.append(f"{dist:>6.3f} {elapsed:>6.2f}")
             est = ours.last
@@ -166,7 +170,7 @@ def run(sizes, seed, params):
 
 def large(seed):
     """Time one fit at n = 100,000, d = 500 on the relu single-index teacher."""
-    X, y, U = make_teacher("relu(u1.x)", 500, 100_000, seed)
+    X, y, U = make_multi_index_regression(100_000, 500, link="relu", random_state=seed)
     k = U.shape[0]
     est = StructureDiscoveryRegressor(random_state=seed)
     start = time.perf_counter()
@@ -176,7 +180,7 @@ def large(seed):
     elapsed = time.perf_counter() - start
     print(
         f"n=100000, d=500, relu(u1.x): fit {elapsed:.1f} s, {est.n_iter_} "
-        f"iterations, distance {projection_distance(est.subspace_[:k], U):.3f}, "
+        f"iterations, distance {subspace_distance(est.subspace_[:k], U):.3f}, "
         f"n_components_ {est.n_components_}, gradient norm {est.grad_norm_:.1e}, "
         f"min Hessian eigenvalue {est.min_hessian_eig_:.1e}, "
         f"certified {est.certified_}"

@@ -176,7 +176,13 @@ API_SECTIONS = [
         "The SOSP solver",
         "skderand.optimize",
         "Certified approximate second-order stationary points, shared by every "
-        "estimator.",
+        "estimator, and test problems with strict saddles.",
+    ),
+    (
+        "Planted data sets",
+        "skderand.datasets",
+        "Data whose low-dimensional structure is known, and the distance that "
+        "scores a recovered subspace against it.",
     ),
 ]
 

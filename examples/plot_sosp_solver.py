@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from scipy.optimize import minimize
 
-from skderand.optimize import minimize_sosp, sosp_certificate
+from skderand.optimize import matrix_factorization, minimize_sosp, sosp_certificate
 
 
 def saddle_2d(z):
@@ -119,19 +119,9 @@ fig.tight_layout()
 # is :math:`-\sigma_1(M)`, but a Lanczos run from a structured start vector can
 # miss it. The solver's Lanczos uses a seeded random start and full
 # re-orthogonalization, finds the negative curvature and escapes.
-rng = np.random.default_rng(0)
-n_rows, n_cols, rank = 60, 40, 3
-M = rng.standard_normal((n_rows, rank)) @ rng.standard_normal((rank, n_cols))
-
-
-def factorization(theta):
-    U = theta[: n_rows * rank].reshape(n_rows, rank)
-    V = theta[n_rows * rank :].reshape(n_cols, rank)
-    R = U @ V.T - M
-    return 0.5 * np.sum(R**2), np.concatenate([(R @ V).ravel(), (R.T @ U).ravel()])
-
-
-theta0 = np.zeros((n_rows + n_cols) * rank)
+# :func:`skderand.optimize.matrix_factorization` builds this problem.
+factorization, M, n_variables = matrix_factorization(60, 40, 3, random_state=0)
+theta0 = np.zeros(n_variables)
 cert0 = sosp_certificate(factorization, theta0)
 print(
     f"At zero: grad norm {cert0.grad_norm:.1e}, smallest Hessian eigenvalue "

@@ -6,7 +6,7 @@ optimizer removes the randomness by itself. skderand builds estimators on that
 lemma and ships the certified solver they share (:mod:`skderand.optimize`).
 """
 
-from skderand import optimize
+from skderand import datasets, optimize
 from skderand.embedding import LearnedJLTransformer
 from skderand.maxcut import DeterministicMaxCut
 from skderand.neural import StructureDiscoveryClassifier, StructureDiscoveryRegressor
@@ -19,5 +19,6 @@ __all__ = [
     "StructureDiscoveryClassifier",
     "StructureDiscoveryRegressor",
     "__version__",
+    "datasets",
     "optimize",
 ]

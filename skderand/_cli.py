@@ -14,8 +14,7 @@ from skderand.maxcut._demo import (
     run_maxcut,
 )
 from skderand.neural._demo import demo_structure_discovery
-from skderand.optimize import minimize_sosp
-from skderand.optimize._problems import matrix_factorization
+from skderand.optimize import matrix_factorization, minimize_sosp
 
 
 def demo_solver():
@@ -26,7 +25,7 @@ def demo_solver():
         "started exactly at the strict saddle U = V = 0 (gradient zero), where plain\n"
         "gradient descent or L-BFGS would stay forever."
     )
-    fun, _, n_vars = matrix_factorization(60, 40, 3, seed=0)
+    fun, _, n_vars = matrix_factorization(60, 40, 3, random_state=0)
     header = (
         f"{'method':>7} {'objective':>11} {'grad norm':>10} {'min eig':>10} "
         f"{'escapes':>7} {'nfev':>6} {'time s':>7} certified"

@@ -6,6 +6,8 @@ or worker) and, where it needs a generator of its own, builds it with
 every estimator, whatever kind of object the user passed.
 """
 
+import numbers
+
 import numpy as np
 from sklearn.utils import check_random_state as _sklearn_check_random_state
 
@@ -83,12 +85,24 @@ def draw_seeds(random_state, size=None):
 
 
 def seeded_generator(random_state):
-    """A ``numpy.random.Generator`` seeded by one seed drawn from ``random_state``.
+    """A ``numpy.random.Generator`` for ``random_state``.
+
+    An integer seeds the generator directly (``numpy.random.default_rng(seed)``,
+    numpy's own convention, so that ``random_state=0`` gives the stream numpy
+    users know); a ``Generator`` is returned as is; a ``RandomState`` or
+    ``None`` gives a generator seeded by one seed drawn with :func:`draw_seeds`.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from skderand._random import seeded_generator
-    >>> float(seeded_generator(0).random()) == float(seeded_generator(0).random())
+    >>> float(seeded_generator(0).random()) == float(np.random.default_rng(0).random())
     True
     """
+    if isinstance(random_state, numbers.Integral) and not isinstance(
+        random_state, bool
+    ):
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.Generator):
+        return random_state
     return np.random.default_rng(draw_seeds(random_state))

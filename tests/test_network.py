@@ -23,7 +23,7 @@ def _problem(loss, n_outputs, activation, train_first_bias, seed=0):
     net = _Network(
         (4, 5, 3, n_outputs),
         activation=activation,
-        sharpness=2.0,
+        softplus_sharpness=2.0,
         loss=loss,
         alpha=0.1,
         alpha_other=0.05,

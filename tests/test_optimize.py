@@ -8,8 +8,12 @@ from scipy.optimize import minimize, rosen, rosen_der, rosen_hess_prod
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from skderand.optimize import minimize_sosp, sosp_certificate
-from skderand.optimize._problems import double_well, matrix_factorization
+from skderand.optimize import (
+    double_well,
+    matrix_factorization,
+    minimize_sosp,
+    sosp_certificate,
+)
 
 METHODS = ["lbfgs", "pgd"]
 

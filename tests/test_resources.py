@@ -34,8 +34,8 @@ from skderand import (
     LearnedJLTransformer,
     StructureDiscoveryRegressor,
 )
+from skderand.datasets import MULTI_INDEX_LINKS
 from skderand.maxcut import read_gset
-from skderand.neural._teachers import TEACHERS
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 
@@ -114,14 +114,14 @@ def _teacher(name):
     return X, y
 
 
-@pytest.mark.parametrize("teacher", list(TEACHERS))
+@pytest.mark.parametrize("teacher", list(MULTI_INDEX_LINKS))
 def test_structure_discovery_on_bench_teachers_no_runtime_warning(teacher):
     X, y = _teacher(teacher)
     _fit_strict(StructureDiscoveryRegressor(random_state=0), X, y)
 
 
 def test_structure_discovery_bounded_memory():
-    X, y = _teacher("tanh(u1.x)+0.5(u2.x)^2")
+    X, y = _teacher("tanh+square")
     peak = _fit_strict_peak_mib(StructureDiscoveryRegressor(random_state=0), X, y)
     print(f"structure discovery n={SD_N} d={SD_D}: peak {peak:.1f} MiB")
     assert peak < 500

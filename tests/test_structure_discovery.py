@@ -11,12 +11,15 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils._testing import assert_allclose
 
 from skderand import StructureDiscoveryClassifier, StructureDiscoveryRegressor
-from skderand.neural._metrics import projection_distance
-from skderand.neural._teachers import TEACHERS, make_teacher
+from skderand.datasets import (
+    MULTI_INDEX_LINKS,
+    make_multi_index_regression,
+    subspace_distance,
+)
 
 
 def _teacher(name, seed, d=10, n=2000):
-    return make_teacher(name, d, n, seed)
+    return make_multi_index_regression(n, d, link=name, random_state=seed)
 
 
 def _fit(est, X, y):
@@ -25,7 +28,7 @@ def _fit(est, X, y):
         return est.fit(X, y)
 
 
-@pytest.mark.parametrize("name", list(TEACHERS))
+@pytest.mark.parametrize("name", list(MULTI_INDEX_LINKS))
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_planted_subspace_and_its_dimension(name, seed):
     # Even links and products, where SIR fails, included; "auto" must find k.
@@ -35,18 +38,18 @@ def test_recovers_planted_subspace_and_its_dimension(name, seed):
     )
     assert est.certified_
     assert est.n_components_ == U.shape[0]
-    assert projection_distance(est.subspace_, U) <= 0.15
+    assert subspace_distance(est.subspace_, U) <= 0.15
     assert est.score(X, y) > 0.9
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(TEACHERS))
+@pytest.mark.parametrize("name", list(MULTI_INDEX_LINKS))
 @pytest.mark.parametrize("seed", range(2, 7))
 def test_recovers_planted_subspace_seed_sweep(name, seed):
     X, y, U = _teacher(name, seed, d=30, n=3000)
     est = _fit(StructureDiscoveryRegressor(random_state=seed), X, y)
     assert est.n_components_ == U.shape[0]
-    assert projection_distance(est.subspace_, U) <= 0.15
+    assert subspace_distance(est.subspace_, U) <= 0.15
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -71,7 +74,7 @@ def test_whitening_recovers_subspace_of_correlated_shifted_inputs(seed):
         y,
     )
     assert est.n_components_ == 2
-    assert projection_distance(est.subspace_, U) <= 0.15
+    assert subspace_distance(est.subspace_, U) <= 0.15
     # Exposed in input coordinates: predict from coefs_, transform from subspace_.
     assert_allclose(est.transform(X), (X - X.mean(axis=0)) @ est.subspace_.T)
     assert_allclose(est.subspace_ @ est.subspace_.T, np.eye(2), atol=1e-10)
@@ -95,11 +98,11 @@ def test_multi_output_and_pseudo_huber_with_outliers():
     assert est.predict(X).shape == (2000, 2)
     # n_components is fixed: with one link much flatter than the other (s_2
     # about 0.3 s_1 here) the 0.1 s_1 floor of "auto" can hide the second one.
-    assert projection_distance(est.subspace_, U) <= 0.15
+    assert subspace_distance(est.subspace_, U) <= 0.15
 
 
 def test_singular_values_show_the_gap_and_attributes_are_consistent():
-    X, y, U = _teacher("(u1.x)(u2.x)", 0, d=12)
+    X, y, U = _teacher("product", 0, d=12)
     est = _fit(StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0), X, y)
     s = est.singular_values_
     assert s.shape == (8,)
@@ -147,7 +150,9 @@ def _restart_objectives(X, y, params, random_state, n_init):
 def test_n_init_keeps_the_best_restart_and_runs_in_parallel(
     random_state, best, monkeypatch
 ):
-    X, y, _ = make_teacher("(u1.x)(u2.x)", 6, 300, 1, noise=0.3)
+    X, y, _ = make_multi_index_regression(
+        300, 6, link="product", noise=0.3, random_state=1
+    )
     # A fixed alpha and n_components: every restart starts from a random network.
     params = dict(hidden_layer_sizes=6, alpha=1e-2, n_components=2)
     singles = _restart_objectives(X, y, params, random_state, n_init=4)
@@ -195,7 +200,7 @@ def test_n_init_keeps_the_best_restart_and_runs_in_parallel(
 
 def test_transform_in_pipeline_with_pandas_output():
     pd = pytest.importorskip("pandas")
-    X, y, _ = _teacher("relu(u1.x)", 0, d=6, n=500)
+    X, y, _ = _teacher("relu", 0, d=6, n=500)
     Xdf = pd.DataFrame(X, columns=[f"f{i}" for i in range(6)])
     pipe = make_pipeline(
         StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0)
@@ -205,7 +210,7 @@ def test_transform_in_pipeline_with_pandas_output():
 
 
 def test_input_is_not_modified():
-    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=300)
+    X, y, _ = _teacher("relu", 0, d=5, n=300)
     X_copy, y_copy = X.copy(), y.copy()
     est = StructureDiscoveryRegressor(hidden_layer_sizes=4, random_state=0).fit(X, y)
     est.predict(X)
@@ -215,7 +220,7 @@ def test_input_is_not_modified():
 
 
 def test_constant_and_duplicated_features_give_finite_results():
-    X, y, _ = _teacher("relu(u1.x)", 0, d=4, n=500)
+    X, y, _ = _teacher("relu", 0, d=4, n=500)
     X = np.column_stack([X, np.full(500, 3.0), X[:, 0]])
     est = StructureDiscoveryRegressor(hidden_layer_sizes=8, random_state=0).fit(X, y)
     assert np.all(np.isfinite(est.subspace_))
@@ -232,14 +237,14 @@ def test_constant_and_duplicated_features_give_finite_results():
     ],
 )
 def test_bad_parameters_raise(params, match):
-    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=50)
+    X, y, _ = _teacher("relu", 0, d=5, n=50)
     est = StructureDiscoveryRegressor(**{"hidden_layer_sizes": (6,), **params})
     with pytest.raises(ValueError, match=match):
         est.fit(X, y)
 
 
 def test_bad_input_raises():
-    X, y, _ = _teacher("relu(u1.x)", 0, d=5, n=50)
+    X, y, _ = _teacher("relu", 0, d=5, n=50)
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
@@ -276,17 +281,17 @@ def test_classifier_recovers_subspace(n_classes):
     assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.score(X, y) > 0.9
     assert clf.n_components_ == 2
-    assert projection_distance(clf.subspace_, U) <= 0.15
+    assert subspace_distance(clf.subspace_, U) <= 0.15
 
 
-def test_projection_distance_is_the_sine_of_the_largest_principal_angle():
+def test_subspace_distance_is_the_sine_of_the_largest_principal_angle():
     e = np.eye(3)
-    assert projection_distance(e[:1], 5 * e[:1]) == pytest.approx(0.0, abs=1e-12)
-    assert projection_distance(e[:1], e[1:2]) == pytest.approx(1.0)
+    assert subspace_distance(e[:1], 5 * e[:1]) == pytest.approx(0.0, abs=1e-12)
+    assert subspace_distance(e[:1], e[1:2]) == pytest.approx(1.0)
     tilted = np.array([[np.cos(0.3), np.sin(0.3), 0.0]])
-    assert projection_distance(e[:1], tilted) == pytest.approx(np.sin(0.3))
+    assert subspace_distance(e[:1], tilted) == pytest.approx(np.sin(0.3))
     # Bases need not be orthonormal: the span is what counts.
-    assert projection_distance(e[:2], [[1, 1, 0], [1, -2, 0]]) == pytest.approx(
+    assert subspace_distance(e[:2], [[1, 1, 0], [1, -2, 0]]) == pytest.approx(
         0.0, abs=1e-12
     )
 
@@ -309,11 +314,11 @@ def _one_standard_error_refit(cv_results):
     return max(good, key=lambda i: alphas[i])
 
 
-@pytest.mark.parametrize("name", ["relu(u1.x)", "(u1.x)(u2.x)"])
+@pytest.mark.parametrize("name", ["relu", "product"])
 def test_auto_alpha_picks_what_grid_search_over_the_same_folds_picks(name):
     from sklearn.model_selection import GridSearchCV, KFold
 
-    X, y, _ = make_teacher(name, 6, 400, 0, noise=0.5)
+    X, y, _ = make_multi_index_regression(400, 6, link=name, noise=0.5, random_state=0)
     alphas = [1e-3, 1e-2, 1e-1, 1.0]
     folds = KFold(4, shuffle=True, random_state=0)
     params = dict(hidden_layer_sizes=8, n_components=2, random_state=0)
@@ -341,8 +346,12 @@ def test_auto_alpha_picks_what_grid_search_over_the_same_folds_picks(name):
 def test_auto_alpha_follows_the_sample_size_and_noise():
     # Few noisy samples need a large decay, many clean ones a small decay: no
     # constant serves both, which is why the default chooses it.
-    few, y_few, _ = make_teacher("relu(u1.x)", 10, 150, 0, noise=1.0)
-    many, y_many, _ = make_teacher("relu(u1.x)", 10, 2000, 0, noise=0.05)
+    few, y_few, _ = make_multi_index_regression(
+        150, 10, link="relu", noise=1.0, random_state=0
+    )
+    many, y_many, _ = make_multi_index_regression(
+        2000, 10, link="relu", noise=0.05, random_state=0
+    )
     params = dict(hidden_layer_sizes=8, n_components=1, random_state=0)
     noisy = StructureDiscoveryRegressor(**params).fit(few, y_few)
     clean = StructureDiscoveryRegressor(**params).fit(many, y_many)
@@ -386,7 +395,7 @@ def test_auto_n_components_is_all_directions_without_structure():
 
 
 def test_too_few_samples_for_the_folds_is_a_clear_error():
-    X, y, _ = make_teacher("relu(u1.x)", 3, 8, 0)
+    X, y, _ = make_multi_index_regression(8, 3, link="relu", random_state=0)
     with pytest.raises(ValueError, match="needs at least 10 samples"):
         StructureDiscoveryRegressor().fit(X, y)
     # A fixed alpha and n_components need no folds.
@@ -400,7 +409,7 @@ _FIXED = dict(hidden_layer_sizes=6, alpha=1e-2, n_components=1, random_state=0)
 
 
 def _relu_teacher(n=400, seed=0):
-    return make_teacher("relu(u1.x)", 6, n, seed, noise=0.1)
+    return make_multi_index_regression(n, 6, link="relu", noise=0.1, random_state=seed)
 
 
 _ACTIVATIONS = {
@@ -504,7 +513,9 @@ def test_small_huber_delta_resists_outliers():
     # direction and the clean function; a large one behaves as the squared error
     # and is dragged by the outliers.
     X, y, U = _relu_teacher()
-    _, clean, _ = make_teacher("relu(u1.x)", 6, 400, 0, noise=0.0)
+    _, clean, _ = make_multi_index_regression(
+        400, 6, link="relu", noise=0.0, random_state=0
+    )
     y = y.copy()
     y[np.random.default_rng(0).choice(400, 20, replace=False)] += 30.0
     fits = {
@@ -524,9 +535,9 @@ def test_small_huber_delta_resists_outliers():
 
     # Measured: 0.26 and 0.06 for delta=0.1; 2.35 and 0.999 for delta=1000.
     assert rmse(fits[0.1]) < 0.4
-    assert projection_distance(fits[0.1].subspace_, U) < 0.15
+    assert subspace_distance(fits[0.1].subspace_, U) < 0.15
     assert rmse(fits[1000.0]) > 1.5
-    assert projection_distance(fits[1000.0].subspace_, U) > 0.5
+    assert subspace_distance(fits[1000.0].subspace_, U) > 0.5
     # delta -> infinity is the squared error (delta**2 (sqrt(1 + r**2/delta**2)
     # - 1) -> r**2 / 2): from the same start, the same fit.
     assert_allclose(fits[1000.0].predict(X), squared.predict(X), rtol=0, atol=1e-2)
@@ -537,7 +548,7 @@ def test_other_activations_recover_the_subspace(activation):
     X, y, U = _relu_teacher()
     est = _fit(StructureDiscoveryRegressor(**_FIXED, activation=activation), X, y)
     assert est.certified_
-    assert projection_distance(est.subspace_, U) < 0.05
+    assert subspace_distance(est.subspace_, U) < 0.05
     assert est.score(X, y) > 0.95
     # predict is the network with this activation (and no other).
     out = _forward(est, X, _ACTIVATIONS[activation]).ravel()
@@ -548,7 +559,9 @@ def test_other_activations_recover_the_subspace(activation):
 def test_sharpness_scales_the_softplus_and_is_ignored_otherwise():
     X, y, _ = _relu_teacher(n=200)
     sharp = _fit(
-        StructureDiscoveryRegressor(**_FIXED, activation="softplus", sharpness=4.0),
+        StructureDiscoveryRegressor(
+            **_FIXED, activation="softplus", softplus_sharpness=4.0
+        ),
         X,
         y,
     )
@@ -564,7 +577,7 @@ def test_sharpness_scales_the_softplus_and_is_ignored_otherwise():
         > 1e-2
     )
     tanh = [
-        _fit(StructureDiscoveryRegressor(**_FIXED, sharpness=s), X, y)
+        _fit(StructureDiscoveryRegressor(**_FIXED, softplus_sharpness=s), X, y)
         for s in (1.0, 4.0)
     ]
     np.testing.assert_array_equal(tanh[0].coefs_[0], tanh[1].coefs_[0])
@@ -580,7 +593,7 @@ def test_several_hidden_layers():
     assert est.singular_values_.shape == (6,)
     assert_allclose(est.predict(X), _forward(est, X, np.tanh).ravel(), rtol=1e-10)
     assert est.certified_
-    assert projection_distance(est.subspace_, U) < 0.05
+    assert subspace_distance(est.subspace_, U) < 0.05
     assert est.score(X, y) > 0.95
 
 
@@ -619,10 +632,10 @@ def test_whiten_recovers_the_subspace_of_correlated_inputs_where_scaling_does_no
     white = _fit(StructureDiscoveryRegressor(**params, whiten=True), X, y)
     scaled = _fit(StructureDiscoveryRegressor(**params), X, y)
     # Measured 0.003 / 0.013 whitened, 0.11 / 0.85 scaled.
-    assert projection_distance(white.subspace_, U) < 0.05
+    assert subspace_distance(white.subspace_, U) < 0.05
     assert (
-        projection_distance(scaled.subspace_, U)
-        > 2 * projection_distance(white.subspace_, U) + 0.05
+        subspace_distance(scaled.subspace_, U)
+        > 2 * subspace_distance(white.subspace_, U) + 0.05
     )
 
 
@@ -635,7 +648,7 @@ def test_solver_pgd_is_used_and_certifies():
     lbfgs = _fit(StructureDiscoveryRegressor(**params), X, y)
     assert pgd.certified_ and pgd.grad_norm_ <= 1e-3
     assert pgd.loss_ == pytest.approx(lbfgs.loss_, rel=1e-2)
-    assert projection_distance(pgd.subspace_, U) < 0.05
+    assert subspace_distance(pgd.subspace_, U) < 0.05
     # Measured 326 against 49.
     assert pgd.n_iter_ > 3 * lbfgs.n_iter_
 

@@ -5,9 +5,8 @@ import warnings
 
 from sklearn.exceptions import ConvergenceWarning
 
-from skderand.neural._metrics import projection_distance
+from skderand.datasets import make_multi_index_regression, subspace_distance
 from skderand.neural._structure_discovery import StructureDiscoveryRegressor
-from skderand.neural._teachers import make_teacher
 
 
 def demo_structure_discovery():
@@ -21,14 +20,14 @@ def demo_structure_discovery():
         "values show the gap, and the distance ||P_B - P_U||_2 to the true\n"
         "subspace is 0 for a perfect recovery, 1 for a useless one."
     )
-    teachers = ["relu(u1.x)", "(u1.x)(u2.x)", "sum_i<=3 relu(ui.x)"]
+    teachers = ["relu", "product", "relu_sum"]
     print(
         f"{'teacher':<21} {'k':>2} {'found':>5} {'alpha_':>7} {'distance':>8} "
         f"{'R^2':>6} "
         f"{'grad norm':>9} {'min eig':>9} {'time s':>6}  top singular values"
     )
     for seed, name in enumerate(teachers):
-        X, y, U = make_teacher(name, d, n, seed)
+        X, y, U = make_multi_index_regression(n, d, link=name, random_state=seed)
         k = U.shape[0]
         est = StructureDiscoveryRegressor(hidden_layer_sizes=16, random_state=0)
         start = time.perf_counter()
@@ -39,7 +38,7 @@ def demo_structure_discovery():
         top = " ".join(f"{s:.3f}" for s in est.singular_values_[: k + 2])
         print(
             f"{name:<21} {k:>2} {est.n_components_:>5} {est.alpha_:>7.0e} "
-            f"{projection_distance(est.subspace_, U):>8.3f} "
+            f"{subspace_distance(est.subspace_, U):>8.3f} "
             f"{est.score(X, y):>6.3f} {est.grad_norm_:>9.1e} "
             f"{est.min_hessian_eig_:>9.1e} {elapsed:>6.1f}  {top}"
         )

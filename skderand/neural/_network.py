@@ -25,14 +25,14 @@ __all__ = []
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 
-def _activation(name, sharpness):
+def _activation(name, softplus_sharpness):
     """Return ``(f, f2)``: ``f(z) -> (act, d1)`` and ``f2(z, act, d1) -> d2``.
 
     The second derivative is only needed for Hessian-vector products, so it is
     computed from the cached first-order quantities on demand.
     """
     if name == "softplus":
-        s = float(sharpness)
+        s = float(softplus_sharpness)
 
         def f(z):
             sz = s * z
@@ -130,7 +130,7 @@ class _Network:
     layer_sizes : sequence of int
         ``(n_features, hidden_1, ..., hidden_m, n_outputs)``.
     activation : {"softplus", "tanh", "sigmoid", "gelu"}
-    sharpness : float
+    softplus_sharpness : float
         Sharpness of the softplus.
     loss : {"squared_error", "pseudo_huber", "binary_log_loss", "log_loss"}
     alpha, alpha_other : float
@@ -142,7 +142,9 @@ class _Network:
     sample_weight : ndarray of shape (n_samples,) or None
         Weights of the samples in the mean loss (normalized to sum to one);
         ``None`` is the plain mean. Quadrature weights turn the empirical risk
-        into an expectation computed to high accuracy.
+        into an expectation computed to high accuracy: the lemma's test on the
+        population risk (tests/test_network.py) uses them; the estimators do
+        not take sample weights yet.
 
     The flat vector holds, layer after layer, ``W_l`` (row-major, shape
     ``(fan_out, fan_in)``) and then ``b_l`` (omitted for the frozen first bias).
@@ -153,7 +155,7 @@ class _Network:
         layer_sizes,
         *,
         activation="softplus",
-        sharpness=1.0,
+        softplus_sharpness=1.0,
         loss="squared_error",
         alpha=1e-3,
         alpha_other=1e-3,
@@ -167,7 +169,7 @@ class _Network:
         self.sample_weight = sample_weight
         self.layer_sizes = tuple(int(s) for s in layer_sizes)
         self.n_layers = len(self.layer_sizes) - 1
-        self.act, self.act2 = _activation(activation, sharpness)
+        self.act, self.act2 = _activation(activation, softplus_sharpness)
         self.loss = _loss(loss, huber_delta)
         self.decay = [alpha] + [alpha_other] * (self.n_layers - 1)
         self.train_first_bias = train_first_bias

@@ -10,7 +10,6 @@ the subspace ``y`` depends on.
 """
 
 import numbers
-import warnings
 
 import numpy as np
 from scipy.optimize import minimize
@@ -23,7 +22,6 @@ from sklearn.base import (
     TransformerMixin,
     is_classifier,
 )
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import check_classification_targets
@@ -31,15 +29,16 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from skderand._random import check_random_state
+from skderand._random import draw_seeds
 from skderand._sklearn_compat import (
     Interval,
     StrOptions,
     _fit_context,
     validate_data,
 )
-from skderand.neural._network import _activation, _loss, _Network
+from skderand.neural._network import _loss, _Network
 from skderand.optimize import minimize_sosp
+from skderand.optimize._certificate import record_certificate
 
 __all__ = ["StructureDiscoveryClassifier", "StructureDiscoveryRegressor"]
 
@@ -343,7 +342,7 @@ class _BaseStructureDiscovery(
             Interval(numbers.Integral, 1, None, closed="left"),
         ],
         "activation": [StrOptions({"softplus", "tanh", "sigmoid", "gelu"})],
-        "sharpness": [Interval(numbers.Real, 0, None, closed="neither")],
+        "softplus_sharpness": [Interval(numbers.Real, 0, None, closed="neither")],
         "alpha": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "alphas": [None, "array-like"],
         "cv": ["cv_object"],
@@ -379,8 +378,10 @@ class _BaseStructureDiscovery(
     def _fit_network(self, X, Y, loss, huber_delta=1.0, split_labels=None):
         """Fit on validated float64 ``X`` and 2-d internal targets ``Y``.
 
-        ``split_labels`` are the targets the folds of ``cv`` are drawn from
-        (class labels stratify a classifier's folds).
+        Three steps: choose the decay (and the rank) on held-out folds, refit
+        to a certified SOSP on all the data, read the subspace off the first
+        layer. ``split_labels`` are the targets the folds of ``cv`` are drawn
+        from (class labels stratify a classifier's folds).
         """
         hidden = self._hidden_sizes()
         n_samples, n_features = X.shape
@@ -394,17 +395,15 @@ class _BaseStructureDiscovery(
         layer_sizes = (n_features, *hidden, Y.shape[1])
         network_params = dict(
             activation=self.activation,
-            sharpness=self.sharpness,
+            softplus_sharpness=self.softplus_sharpness,
             loss=loss,
             alpha_other=self.alpha_other,
             train_first_bias=not self.freeze_first_bias,
             huber_delta=huber_delta,
         )
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
+        seeds = draw_seeds(self.random_state, size=self.n_init)
         single_thread = n_samples * n_features * hidden[0] < _SINGLE_THREAD_WORK
 
-        theta0 = None
         cross_validate = self.alpha == "auto" or self.n_components == "auto"
         if cross_validate:
             self._cross_validate(
@@ -422,22 +421,35 @@ class _BaseStructureDiscovery(
 
         self.mean_, self._whitening = _whitening(X, self.whiten)
         Xw = _whiten(X, self.mean_, self._whitening)
+        theta0 = None
         if cross_validate:
             # Follow the decay path on all the data up to the chosen decay: the
             # refit starts on the branch the held-out scores were measured on.
             net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
             path = _DecayPath(
-                net,
-                net.init(np.random.default_rng(seeds[0])),
-                Xw,
-                Y,
-                single_thread,
+                net, net.init(np.random.default_rng(seeds[0])), Xw, Y, single_thread
             )
             for alpha in self.alphas_[
-                : int(np.flatnonzero(self.alphas_ == self.alpha_)[0]) + 1
+                : np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
             ]:
                 theta0 = path.fit(alpha)
 
+        network_params["alpha"] = self.alpha_
+        best = self._certified_refit(
+            Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
+        )
+        self.loss_ = float(best.fun)
+        self._set_subspace(best.weights, best.biases)
+        return self
+
+    def _certified_refit(
+        self, Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
+    ):
+        """``n_init`` certified fits (the first from ``theta0``); the best one.
+
+        Stores the certificate of the returned fit (``grad_norm_``,
+        ``min_hessian_eig_``, ``curvature_tol_``, ``n_iter_``, ``certified_``).
+        """
         curvature_tol = self.curvature_tol
         if curvature_tol is None:
             # The lemma bounds ||W_perp|| by grad / (2 alpha - curvature): a
@@ -450,7 +462,7 @@ class _BaseStructureDiscovery(
             max_iter=self.max_iter,
             verbose=max(self.verbose - 1, 0),
         )
-        network_params["alpha"] = self.alpha_
+        # A generator: with threads, each restart is reported as it finishes.
         results = Parallel(n_jobs=self.n_jobs, prefer="threads", return_as="generator")(
             delayed(_fit_one)(
                 Xw,
@@ -471,43 +483,40 @@ class _BaseStructureDiscovery(
                     f"[{type(self).__name__}] restart {i + 1}/{self.n_init}: "
                     f"objective {res.fun:.6g}, gradient norm {res.grad_norm:.2e}, "
                     f"min Hessian eigenvalue {res.min_hessian_eig:.2e}, "
-                    f"{res.n_iter} iterations, certified {res.success}"
+                    f"{res.n_iter} iterations, certified {res.success}",
+                    flush=True,
                 )
             if best is None or res.fun < best.fun:
                 best = res
+        record_certificate(
+            self,
+            grad_norm=best.grad_norm,
+            min_hessian_eig=best.min_hessian_eig,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            n_iter=best.n_iter,
+            advice="Increase max_iter, or loosen tol.",
+            # Past _certified_refit, _fit_network, fit and _fit_context.
+            stacklevel=5,
+        )
+        return best
 
-        self.loss_ = float(best.fun)
-        self.grad_norm_ = float(best.grad_norm)
-        self.min_hessian_eig_ = float(best.min_hessian_eig)
-        self.curvature_tol_ = float(curvature_tol)
-        self.certified_ = bool(best.success)
-        self.n_iter_ = int(best.n_iter)
-        if not best.success:
-            warnings.warn(
-                f"{type(self).__name__} did not reach a certified second-order "
-                f"stationary point: gradient norm {best.grad_norm:.2e} (tol="
-                f"{self.tol:g}), smallest Hessian eigenvalue "
-                f"{best.min_hessian_eig:.2e} (curvature_tol={curvature_tol:g}) "
-                f"after {best.n_iter} iterations (max_iter={self.max_iter}). "
-                "Increase max_iter, or loosen tol.",
-                ConvergenceWarning,
-                # Past _fit_network, fit and sklearn's _fit_context, to the caller.
-                stacklevel=4,
-            )
+    def _set_subspace(self, weights, biases):
+        """``subspace_``, ``singular_values_`` and the network in input coordinates.
 
-        weights = [np.array(w) for w in best.weights]
-        biases = [np.array(b) for b in best.biases]
-        # The lemma acts on the whitened first layer: its spectrum shows the gap.
+        The lemma acts on the (whitened) first layer: its right singular vectors
+        span the discovered subspace and its spectrum shows the gap.
+        """
+        weights = [np.array(w) for w in weights]
+        biases = [np.array(b) for b in biases]
         _, s, vt = np.linalg.svd(weights[0], full_matrices=False)
         self.singular_values_ = s
         if self.n_components != "auto":
             self.n_components_ = int(self.n_components)
-        basis = vt[: self.n_components_]
-        first = weights[0]
         # Rows act on whitened inputs (x - mean) @ M: in input coordinates they
         # are rows @ M.T (a diagonal M is its own transpose).
-        basis = _apply(basis, self._whitening.T)
-        first = _apply(first, self._whitening.T)
+        basis = _apply(vt[: self.n_components_], self._whitening.T)
+        first = _apply(weights[0], self._whitening.T)
         # Re-orthonormalize in input coordinates (rows of ``subspace_``).
         q, r = np.linalg.qr(basis.T)
         self.subspace_ = (q * np.sign(np.diag(r) + (np.diag(r) == 0))).T
@@ -515,7 +524,6 @@ class _BaseStructureDiscovery(
         # Network in the user's coordinates: z = x @ coefs_[0] + intercepts_[0].
         self.coefs_ = [first.T] + [w.T for w in weights[1:]]
         self.intercepts_ = [biases[0] - self.mean_ @ first.T] + biases[1:]
-        return self
 
     def _cross_validate(
         self,
@@ -612,15 +620,17 @@ class _BaseStructureDiscovery(
             )
 
     def _forward(self, X):
-        act = _activation(self.activation, self.sharpness)[0]
-        a = X
-        for layer, (coef, intercept) in enumerate(
-            zip(self.coefs_, self.intercepts_, strict=True)
-        ):
-            a = a @ coef + intercept
-            if layer < len(self.coefs_) - 1:
-                a = act(a)[0]
-        return a
+        # In input coordinates the first bias absorbs the centring, so it is a
+        # variable even when freeze_first_bias fixed it during the fit.
+        sizes = (self.n_features_in_, *(c.shape[1] for c in self.coefs_))
+        net = _Network(
+            sizes,
+            activation=self.activation,
+            softplus_sharpness=self.softplus_sharpness,
+            train_first_bias=True,
+        )
+        theta = net.pack([c.T for c in self.coefs_], self.intercepts_)
+        return net.forward(theta, X)
 
     def transform(self, X):
         """Coordinates of ``X`` in the discovered subspace.
@@ -652,12 +662,12 @@ _COMMON_PARAMETERS_DOC = """
         first-layer weight ``W``, so it bounds the dimension that can be found.
     activation : {"tanh", "softplus", "sigmoid", "gelu"}, default="tanh"
         Smooth (C^2) activation of every hidden layer. ``"softplus"`` is
-        ``log(1 + exp(sharpness * t)) / sharpness``, a smooth ReLU. ``"tanh"``
-        is the default: on the benchmark it was as accurate as the softplus on
-        average, cheaper to evaluate, and it escaped a poor stationary point
-        (d = 100, ``tanh(u1.x) + 0.5 (u2.x)^2``) where the softplus network
-        stopped at a projection distance of 0.93.
-    sharpness : float, default=1.0
+        ``log(1 + exp(s * t)) / s`` with ``s = softplus_sharpness``, a smooth
+        ReLU. ``"tanh"`` is the default: on the benchmark it was as accurate
+        as the softplus on average, cheaper to evaluate, and it escaped a poor
+        stationary point (d = 100, ``tanh(u1.x) + 0.5 (u2.x)^2``) where the
+        softplus network stopped at a projection distance of 0.93.
+    softplus_sharpness : float, default=1.0
         Sharpness of the softplus (ignored by the other activations); large
         values approach the ReLU but make the Hessian less smooth.
     alpha : "auto" or float, default="auto"
@@ -916,7 +926,7 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         huber_delta=1.0,
         hidden_layer_sizes=(32,),
         activation="tanh",
-        sharpness=1.0,
+        softplus_sharpness=1.0,
         alpha="auto",
         alphas=None,
         cv=5,
@@ -937,7 +947,7 @@ class StructureDiscoveryRegressor(RegressorMixin, _BaseStructureDiscovery):
         self.huber_delta = huber_delta
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
-        self.sharpness = sharpness
+        self.softplus_sharpness = softplus_sharpness
         self.alpha = alpha
         self.alphas = alphas
         self.cv = cv
@@ -1073,7 +1083,7 @@ class StructureDiscoveryClassifier(ClassifierMixin, _BaseStructureDiscovery):
         *,
         hidden_layer_sizes=(32,),
         activation="tanh",
-        sharpness=1.0,
+        softplus_sharpness=1.0,
         alpha="auto",
         alphas=None,
         cv=5,
@@ -1092,7 +1102,7 @@ class StructureDiscoveryClassifier(ClassifierMixin, _BaseStructureDiscovery):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
-        self.sharpness = sharpness
+        self.softplus_sharpness = softplus_sharpness
         self.alpha = alpha
         self.alphas = alphas
         self.cv = cv

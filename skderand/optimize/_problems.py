@@ -1,20 +1,56 @@
-"""Small saddle-rich objectives shared by the demonstration, tests and benchmark."""
+"""Test problems with strict saddles, for the solver and for users' own checks.
+
+As :func:`scipy.optimize.rosen` is for minimizers, these are for second-order
+methods: each has a saddle point that a first-order method started there cannot
+leave, and a known set of second-order stationary points.
+"""
 
 import numpy as np
 
+from skderand._random import seeded_generator
 
-def matrix_factorization(m, n, rank, seed=0, *, unit_scale=False):
-    """``0.5 * ||U V^T - M||^2`` for a planted rank-``rank`` ``M`` of shape (m, n).
+__all__ = ["double_well", "matrix_factorization"]
+
+
+def matrix_factorization(m, n, rank, random_state=0, *, unit_scale=False):
+    """``0.5 * ||U V^T - M||_F^2`` for a planted matrix ``M`` of rank ``rank``.
 
     Every point with ``U = V = 0`` is a strict saddle (zero gradient, smallest
-    Hessian eigenvalue ``-sigma_1(M)``), and every second-order stationary point is
-    a global minimum with ``U V^T = M``.
+    Hessian eigenvalue ``-sigma_1(M)``), and every second-order stationary point
+    is a global minimum, with ``U V^T = M``.
 
-    Returns ``(fun, target, n_variables)``; ``fun(z) -> (value, gradient)`` with
-    ``z`` the flattened ``(U, V)``. ``unit_scale=True`` scales ``M`` to a unit top
-    singular value, so that problems of different sizes are comparable.
+    Parameters
+    ----------
+    m, n : int
+        Shape of ``M``.
+    rank : int
+        Rank of ``M`` and number of columns of ``U`` and ``V``.
+    random_state : int, RandomState instance or None, default=0
+        Draws the two Gaussian factors of ``M``.
+    unit_scale : bool, default=False
+        Scale ``M`` to a unit top singular value, so that problems of different
+        sizes are comparable.
+
+    Returns
+    -------
+    fun : callable
+        ``fun(z) -> (value, gradient)`` with ``z`` the flattened ``(U, V)``, ``U``
+        of shape ``(m, rank)`` first.
+    target : ndarray of shape (m, n)
+        ``M``.
+    n_variables : int
+        ``(m + n) * rank``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skderand.optimize import matrix_factorization, minimize_sosp
+    >>> fun, M, n_vars = matrix_factorization(8, 6, 2)
+    >>> res = minimize_sosp(fun, np.zeros(n_vars), random_state=0)
+    >>> res.success, bool(res.fun < 1e-8)
+    (True, True)
     """
-    rng = np.random.default_rng(seed)
+    rng = seeded_generator(random_state)
     target = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
     if unit_scale:
         target /= np.linalg.norm(target, 2)
@@ -30,5 +66,28 @@ def matrix_factorization(m, n, rank, seed=0, *, unit_scale=False):
 
 
 def double_well(x):
-    """``sum((x**2 - 1)**2) / 4`` and its gradient: a strict saddle at the origin."""
+    """``sum((x**2 - 1)**2) / 4`` and its gradient: a strict saddle at the origin.
+
+    The minima are the ``2**d`` points with every coordinate ``+-1``; the origin
+    is a maximum of each coordinate's well (Hessian ``-I``).
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        The point.
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray of shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skderand.optimize import double_well, minimize_sosp
+    >>> res = minimize_sosp(double_well, np.zeros(3), random_state=0)
+    >>> np.round(np.abs(res.x), 3)
+    array([1., 1., 1.])
+    """
+    x = np.asarray(x, dtype=np.float64)
     return np.sum((x**2 - 1) ** 2) / 4, x**3 - x
