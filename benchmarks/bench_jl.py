@@ -4,7 +4,7 @@ One table: for each data set and target dimension k, the scale-free worst-case
 distortion ``(r_max - r_min) / (r_max + r_min)`` over all pairs (theory.md section
 5) and the fit time of
 
-- LearnedJLTransformer, ``method="direct"`` (the default) and ``"derandomized"``,
+- LearnedJLTransformer, ``algorithm="direct"`` (the default) and ``"derandomized"``,
 - GaussianRandomProjection: median and best of 20 seeds,
 - SparseRandomProjection: median of 20 seeds,
 - PCA,
@@ -123,7 +123,7 @@ def main(quick=False):
             jl, t_jl = timed_fit(LearnedJLTransformer(k, random_state=0), X)
             d_jl = distortion(X, jl.transform(X))
             der, t_der = timed_fit(
-                LearnedJLTransformer(k, method="derandomized", random_state=0), X
+                LearnedJLTransformer(k, algorithm="derandomized", random_state=0), X
             )
             d_der = distortion(X, der.transform(X))
             grp, _, _ = random_projection_stats(GaussianRandomProjection, X, k)
@@ -146,7 +146,7 @@ def main(quick=False):
             )
             print(f"{'':<26}   learned: {split(jl)}", flush=True)
     print(
-        "\nlearned/derand: LearnedJLTransformer, method='direct' (default) / "
+        "\nlearned/derand: LearnedJLTransformer, algorithm='direct' (default) / "
         "'derandomized' (scale: its final scale_).\nratio: learned / GRP median. "
         "GRP/SRP: Gaussian/Sparse RandomProjection over 20 seeds."
     )

@@ -67,7 +67,7 @@ for s, r in enumerate(r_random):
 # %%
 # The scale of the derandomized fit falls to zero
 # -----------------------------------------------
-# ``method="derandomized"`` starts from the distribution ``M + scale * E`` with
+# ``algorithm="derandomized"`` starts from the distribution ``M + scale * E`` with
 # ``scale = 1 / sqrt(k)`` (as much noise as signal). ``verbose=1`` prints the
 # scale after each sharpness stage; here we record it by refitting with more and
 # more stages (a fit is deterministic for a given ``random_state``).
@@ -75,7 +75,7 @@ scales, distortions = [np.sqrt(1 / k)], []
 X_small = X[::3]  # 150 images: four short refits
 for n_stages in range(1, 5):
     der = LearnedJLTransformer(
-        k, method="derandomized", n_stages=n_stages, random_state=0
+        k, algorithm="derandomized", n_stages=n_stages, random_state=0
     ).fit(X_small)
     scales.append(der.scale_)
     distortions.append(der.distortion_)

@@ -24,7 +24,8 @@ from skderand.embedding._pairs import (
 # max_iter; the estimator says so with a ConvergenceWarning, tested on its own in
 # tests/test_convergence.py. Here it would only be noise.
 pytestmark = pytest.mark.filterwarnings(
-    "ignore:The returned map is not a certified:sklearn.exceptions.ConvergenceWarning"
+    "ignore:LearnedJLTransformer did not reach a certified:"
+    "sklearn.exceptions.ConvergenceWarning"
 )
 
 
@@ -104,7 +105,7 @@ def test_distortion_is_the_calibrated_two_sided_bound():
 def test_derandomized_path_drives_the_scale_to_zero(seed):
     X = make_data("gaussian", seed)
     k = 10
-    jl = LearnedJLTransformer(k, method="derandomized", random_state=seed).fit(X)
+    jl = LearnedJLTransformer(k, algorithm="derandomized", random_state=seed).fit(X)
     # Started at scale 1/sqrt(k) (as much noise as signal), it ends near zero.
     assert jl.scale_ < 1e-2 / np.sqrt(k)
     assert jl.distortion_ < jl.initial_distortion_
@@ -308,8 +309,9 @@ def test_deterministic_for_a_seed_and_input_not_modified():
         ({"n_components": 0}, "n_components"),
         ({"n_components": "many"}, "n_components"),
         ({"eps": 1.5}, "eps"),
-        ({"method": "random"}, "method"),
-        ({"sharpness": -1.0}, "sharpness"),
+        ({"algorithm": "random"}, "algorithm"),
+        ({"softmax_sharpness": -1.0}, "softmax_sharpness"),
+        ({"curvature_tol": -1.0}, "curvature_tol"),
         ({"working_set": 2}, "working_set"),
     ],
 )
@@ -358,6 +360,10 @@ def test_verbose_reports_every_stage_and_the_polish(capsys):
     assert "polish: all-pairs distortion" in out
     LearnedJLTransformer(5, n_stages=3, random_state=0).fit(X)
     assert capsys.readouterr().out == ""
+    # Level 2 adds the solvers' own progress.
+    LearnedJLTransformer(5, n_stages=3, verbose=2, random_state=0).fit(X)
+    out2 = capsys.readouterr().out
+    assert "stage 3/3" in out2 and "[minimize_sosp]" in out2
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -366,16 +372,20 @@ def test_sharpness_and_n_stages_shape_the_minimax(seed, capsys):
     # At sharpness 1 the soft-max is close to an average over the pairs, a poor
     # stand-in for the worst pair: the sharp default ends far lower.
     blunt = LearnedJLTransformer(
-        5, sharpness=1.0, n_stages=1, polish=False, random_state=seed
+        5, softmax_sharpness=1.0, n_stages=1, polish=False, random_state=seed
     ).fit(X)
     sharp = LearnedJLTransformer(5, polish=False, random_state=seed).fit(X)
     assert sharp.distortion_ < 0.9 * blunt.distortion_
     # The stages' sharpness is sharpness / 4**(n_stages - 1 - s).
-    LearnedJLTransformer(5, sharpness=64.0, n_stages=3, verbose=1, random_state=0).fit(
-        X
-    )
+    LearnedJLTransformer(
+        5, softmax_sharpness=64.0, n_stages=3, verbose=1, random_state=0
+    ).fit(X)
     out = capsys.readouterr().out
-    for beta in ("sharpness=4:", "sharpness=16:", "sharpness=64:"):
+    for beta in (
+        "softmax_sharpness=4:",
+        "softmax_sharpness=16:",
+        "softmax_sharpness=64:",
+    ):
         assert beta in out
 
 
@@ -393,13 +403,13 @@ def test_polish_never_raises_and_lowers_the_distortion(seed):
     assert polished.grad_norm_ == plain.grad_norm_
 
 
-def test_scale_penalty_drives_the_scale_faster():
+def test_alpha_drives_the_scale_faster():
     X = make_data("gaussian", 0)
     scales = [
         LearnedJLTransformer(
             5,
-            method="derandomized",
-            scale_penalty=penalty,
+            algorithm="derandomized",
+            alpha=penalty,
             n_stages=1,
             max_iter=5,
             polish=False,
@@ -410,3 +420,36 @@ def test_scale_penalty_drives_the_scale_faster():
         for penalty in (0.01, 10.0)
     ]
     assert scales[1] < 0.5 * scales[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"max_iter": 1},
+        {"max_iter": 20, "algorithm": "derandomized"},
+        {},
+        {"tol": 1.0, "curvature_tol": 0.0},
+        {"curvature_tol": 0.5},
+    ],
+)
+def test_certified_is_its_definition(params, seed):
+    X = make_data("gaussian", seed)[:40]
+    jl = LearnedJLTransformer(5, random_state=seed, **params).fit(X)
+    curvature_tol = params.get("curvature_tol", np.sqrt(jl.tol))
+    assert jl.curvature_tol_ == curvature_tol
+    assert jl.certified_ is bool(
+        jl.grad_norm_ <= jl.tol and jl.min_hessian_eig_ >= -curvature_tol
+    )
+    assert np.isfinite(jl.grad_norm_) and np.isfinite(jl.min_hessian_eig_)
+    assert jl.n_iter_ >= 1
+
+
+def test_no_pair_to_embed_has_the_trivial_certificate():
+    # All points coincide: no pair, a constant surrogate, nothing to iterate.
+    X = np.tile(np.arange(6.0), (5, 1))
+    jl = LearnedJLTransformer(2, curvature_tol=0.3, random_state=0).fit(X)
+    assert (jl.grad_norm_, jl.min_hessian_eig_, jl.n_iter_) == (0.0, 0.0, 0)
+    assert jl.certified_ is True
+    assert jl.curvature_tol_ == 0.3
+    assert jl.distortion_ == 0.0

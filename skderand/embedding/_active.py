@@ -25,6 +25,7 @@ from skderand.embedding._pairs import (
     all_pairs,
     exact_sq_dists,
 )
+from skderand.optimize import minimize_sosp, sosp_certificate
 
 # Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
 # soft-max weight is below exp(-BAND) of the worst pair's, i.e. nothing.
@@ -65,10 +66,13 @@ class _ActivePairs:
     working_set : int
         At most this many pairs enter the active set per side and round; when the
         data has at most this many pairs, every pair is active all the time.
+    verbose : int, default=0
+        1: a line per active-set round; 2: also the L-BFGS iterations.
     """
 
-    def __init__(self, X, working_set):
+    def __init__(self, X, working_set, verbose=0):
         self.X = X
+        self.verbose = verbose
         n = X.shape[0]
         self.n = n
         self.working_set = working_set
@@ -270,7 +274,7 @@ class _ActivePairs:
         )
         total = 0
         converged = False
-        for _ in range(MAX_ROUNDS):
+        for round_ in range(MAX_ROUNDS):
             r_min, r_max, low, high = self.band(M, n_side, band)
             if total:
                 r = self.ratios(M)
@@ -286,6 +290,14 @@ class _ActivePairs:
             )
             total += n_iter
             M = z[: k * rank].reshape(k, rank)
+            if self.verbose:
+                print(
+                    f"[LearnedJLTransformer] k={k} softmax_sharpness={beta:.4g} "
+                    f"round {round_ + 1}: {n_iter} iterations on "
+                    f"{self.rows.size} active pairs (all-pairs distortion before "
+                    f"the round {_scale_free(r_min, r_max):.4f})",
+                    flush=True,
+                )
         return z, total
 
     def _lbfgs(self, objective, z, tol, max_iter):
@@ -296,11 +308,23 @@ class _ActivePairs:
         if max_iter < 1:
             return z, 0, False
         start = time.perf_counter()
+        callback = None
+        if self.verbose >= 2:
+            iteration = iter(range(1, max_iter + 1))
+
+            def callback(intermediate_result):
+                print(
+                    f"[L-BFGS-B] iter {next(iteration, max_iter)}: surrogate "
+                    f"{intermediate_result.fun:.9g}",
+                    flush=True,
+                )
+
         res = minimize(
             objective,
             z,
             jac=True,
             method="L-BFGS-B",
+            callback=callback,
             options={
                 "maxiter": max_iter,
                 # The certificate's tolerance is on the 2-norm of the gradient; this
@@ -313,6 +337,58 @@ class _ActivePairs:
         self.stats["solve_s"] += time.perf_counter() - start
         return res.x, int(res.nit), int(res.nit) < max_iter
 
+
+# Iterations the certifying solver may add to the final stage's rounds, and its
+# Lanczos budget (the smallest Hessian eigenvalue is exact below this many
+# variables).
+CERTIFY_ITER = 100
+LANCZOS_ITER = 100
+
+
+def certify_stage(
+    pairs, objective, z, k, *, tol, curvature_tol, max_iter, rng, verbose
+):
+    """The certificate of the final stage: the surrogate of the final active set.
+
+    The certifying solver gets a short budget from the rounds' end point; on a
+    fixed active set a long run would fit those pairs while others overtake the
+    extremes, so its point is kept only if the all-pairs distortion did not rise,
+    and otherwise the rounds' end point is certified as it is.
+
+    Returns the point, the solver iterations spent on it and its certificate.
+    """
+    rank = pairs.X.shape[1]
+    res = minimize_sosp(
+        objective,
+        z,
+        method="lbfgs",
+        tol=tol,
+        curvature_tol=curvature_tol,
+        max_iter=max_iter,
+        random_state=rng,
+        verbose=max(0, verbose - 1),
+        # The estimator warns once, in its own terms, from this certificate.
+        warn=False,
+        options={"max_lanczos_iter": LANCZOS_ITER},
+    )
+    before = _scale_free(*pairs.extremes(z[: k * rank].reshape(k, rank)))
+    after = _scale_free(*pairs.extremes(res.x[: k * rank].reshape(k, rank)))
+    if after <= before:
+        return res.x, res.n_iter, res
+    certificate = sosp_certificate(
+        objective,
+        z,
+        tol=tol,
+        curvature_tol=curvature_tol,
+        max_lanczos_iter=LANCZOS_ITER,
+        random_state=rng,
+    )
+    return z, 0, certificate
+
+
+# Pairs per side in each linear program of the polish: enough for the minimax's
+# active constraints on the benchmark sets, few enough for HiGHS to stay fast.
+POLISH_CONSTRAINTS = 50
 
 # Sequential linear programming: trust-region radius (relative to the largest
 # entry of the map), its limits, and the constraint pairs per side and LP.

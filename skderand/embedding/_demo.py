@@ -44,15 +44,16 @@ def demo_learned_jl():
         f"  GaussianRandomProjection, 20 seeds: median eps {np.median(draws):.3f}, "
         f"best {np.min(draws):.3f}"
     )
-    for method in ("direct", "derandomized"):
+    for algorithm in ("direct", "derandomized"):
         start = time.perf_counter()
         # The report states whether the certificate held; no need for the warning.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            jl = LearnedJLTransformer(k, method=method, random_state=0).fit(X)
+            jl = LearnedJLTransformer(k, algorithm=algorithm, random_state=0).fit(X)
         elapsed = time.perf_counter() - start
         print(
-            f"  LearnedJLTransformer(method={method!r}): eps {jl.distortion_:.3f} "
+            f"  LearnedJLTransformer(algorithm={algorithm!r}): "
+            f"eps {jl.distortion_:.3f} "
             f"(started from {jl.initial_distortion_:.3f}), scale_ {jl.scale_:.1e}, "
             f"{elapsed:.1f} s\n"
             f"    surrogate certificate: gradient norm {jl.grad_norm_:.1e} "

@@ -1,31 +1,42 @@
 """A learned, deterministic Johnson-Lindenstrauss embedding of a point set."""
 
-import warnings
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy import linalg, sparse
-from scipy.optimize import OptimizeResult
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from skderand._random import check_random_state
+from skderand._random import draw_seeds
 from skderand._sklearn_compat import (
     Interval,
     StrOptions,
     _fit_context,
     validate_data,
 )
-from skderand.embedding._active import _ActivePairs, _scale_free, polish_minimax
-from skderand.optimize import minimize_sosp, sosp_certificate
+from skderand.embedding._active import (
+    CERTIFY_ITER,
+    LANCZOS_ITER,
+    POLISH_CONSTRAINTS,
+    _ActivePairs,
+    _scale_free,
+    certify_stage,
+    polish_minimax,
+)
+from skderand.embedding._pairs import span_basis
+from skderand.optimize import sosp_certificate
+from skderand.optimize._certificate import (
+    record_certificate,
+    record_trivial_certificate,
+)
 
 __all__ = ["LearnedJLTransformer"]
 
@@ -45,11 +56,11 @@ class LearnedJLTransformer(
     map it started from, and usually has far less worst-case distortion than a
     random projection of the same dimension.
 
-    With ``method="derandomized"`` the solver optimizes the distribution
+    With ``algorithm="derandomized"`` the solver optimizes the distribution
     ``M + scale * E`` (``E`` standard Gaussian) of a Gaussian projection, with
-    the derandomization lemma's penalty on ``scale``: at a second-order
+    the derandomization lemma's penalty ``alpha`` on ``scale``: at a second-order
     stationary point the scale is driven to zero and the mean ``M`` alone is the
-    embedding [1]_. ``method="direct"`` optimizes the deterministic map ``M``
+    embedding [1]_. ``algorithm="direct"`` optimizes the deterministic map ``M``
     itself (scale fixed at zero).
 
     **The guarantee is about the training points.** ``distortion_`` is measured
@@ -72,24 +83,24 @@ class LearnedJLTransformer(
         Target distortion for ``n_components="auto"``: every training pair ``i,
         j`` must satisfy ``(1 - eps) ||x_i - x_j||^2 <= ||f(x_i) - f(x_j)||^2
         <= (1 + eps) ||x_i - x_j||^2``. Unused when ``n_components`` is an int.
-    method : {"direct", "derandomized"}, default="direct"
+    algorithm : {"direct", "derandomized"}, default="direct"
         ``"direct"`` optimizes the deterministic matrix. ``"derandomized"``
         optimizes the mean and the scale of a Gaussian matrix (closed-form
         moments of each pair's distance ratio) with the penalty
-        ``scale_penalty * n_components * scale**2``; the scale goes to zero.
+        ``alpha * n_components * scale**2``; the scale goes to zero.
         ``"direct"`` is the default because it reaches slightly lower distortion
         in less time (see ``benchmarks/bench_jl.py``).
-    sharpness : float, default=1000.0
+    softmax_sharpness : float, default=1000.0
         Final sharpness ``beta`` of the soft-max over pairs. The surrogate
         approximates the log of ``r_max / r_min`` (ratios of squared distances)
         to within ``2 log(n_pairs) / beta``.
     n_stages : int, default=4
-        Number of sharpness stages; stage ``s`` uses ``sharpness / 4**(n_stages -
-        1 - s)``. Raising the sharpness gradually avoids the poor local optima
-        of a sharp soft-max started from a random map.
-    scale_penalty : float, default=0.1
+        Number of sharpness stages; stage ``s`` uses ``softmax_sharpness /
+        4**(n_stages - 1 - s)``. Raising the sharpness gradually avoids the poor
+        local optima of a sharp soft-max started from a random map.
+    alpha : float, default=0.1
         Weight of the lemma's penalty on the Gaussian scale
-        (``method="derandomized"`` only). Any positive value drives the scale to
+        (``algorithm="derandomized"`` only). Any positive value drives the scale to
         zero at a second-order stationary point; larger values do it faster.
     working_set : int, default=4000
         Size of the active set. With at most this many pairs, the objective
@@ -121,12 +132,18 @@ class LearnedJLTransformer(
         Maximum number of solver iterations per sharpness stage (shared by the
         stage's active-set rounds, each of at most 40 iterations).
     tol : float, default=1e-2
-        Gradient-norm tolerance of the final stage's certificate (the curvature
-        tolerance is ``sqrt(tol)``). The surrogate is of order one (a log of
-        ratios) and so are the entries of ``sqrt(k) * components_``; at
-        sharpness 1000 its Hessian is badly conditioned, and tighter
-        tolerances cost many iterations for distortion changes in the third
-        decimal.
+        Gradient-norm tolerance of the final stage's certificate: a bound on the
+        Euclidean norm of the gradient of the surrogate (dimensionless: a log of
+        distance ratios) with respect to the entries of the map restricted to
+        the span of the centred training data, in orthonormal coordinates of
+        that span (and the scale, for ``algorithm="derandomized"``). The entries
+        of ``sqrt(k) * components_`` are of order one; at sharpness 1000 the
+        Hessian is badly conditioned, and tighter tolerances cost many
+        iterations for distortion changes in the third decimal.
+    curvature_tol : float, default=None
+        The certificate requires the smallest Hessian eigenvalue of the same
+        surrogate, in the same coordinates, to be at least ``-curvature_tol``.
+        ``None`` means ``sqrt(tol)``, as in :func:`~skderand.optimize.minimize_sosp`.
     compute_inverse_components : bool, default=False
         Compute and store the pseudo-inverse of ``components_`` in fit, as
         ``inverse_components_``; otherwise :meth:`inverse_transform` computes it.
@@ -136,7 +153,9 @@ class LearnedJLTransformer(
         ``None`` seeds from the operating system on every fit (numpy's global
         generator is never drawn from).
     verbose : int, default=0
-        Print the distortion and the certificate after each stage.
+        0 is silent; 1 prints one line per sharpness stage, active-set round,
+        polish and (for ``n_components="auto"``) candidate dimension as it
+        happens; 2 also prints the solvers' own progress.
 
     Attributes
     ----------
@@ -155,15 +174,17 @@ class LearnedJLTransformer(
         starts from an exact isometry of their span instead).
     scale_ : float
         Final Gaussian scale of the distribution ``M + scale * E`` in the units
-        of ``components_`` (0 for ``method="direct"``). ``n_components_ *
+        of ``components_`` (0 for ``algorithm="direct"``). ``n_components_ *
         scale_**2`` is the noise's share of the expected squared-distance ratio.
     n_iter_ : int
-        Solver iterations over all stages.
+        Solver iterations over all stages (at least 1; 0 when there is no pair
+        to embed).
     grad_norm_ : float
         Certificate: gradient norm of the final stage's surrogate (its sharpness
         and its active set of pairs) at the stage's end point, the point the
-        polish started from (NaN if the final stage did not improve on the
-        random start, which is then returned).
+        polish started from (or at the random start, if the final stage did not
+        improve on it and the start is returned). 0 when there is no pair to
+        embed (all points coincide): the surrogate is then constant.
     min_hessian_eig_ : float
         Certificate: smallest Hessian eigenvalue of the same surrogate there
         (Lanczos). With ``grad_norm_`` it certifies a second-order stationary
@@ -171,8 +192,10 @@ class LearnedJLTransformer(
         the worst-case distortion. The surrogate is invariant under the map's
         overall scale except for the centring term, so one eigenvalue is small
         but not negative.
+    curvature_tol_ : float
+        The curvature tolerance used (``curvature_tol``, or ``sqrt(tol)``).
     certified_ : bool
-        Whether ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -sqrt(tol)``.
+        Exactly ``grad_norm_ <= tol and min_hessian_eig_ >= -curvature_tol_``.
         A ``ConvergenceWarning`` is raised exactly when this is False.
     inverse_components_ : ndarray of shape (n_features, n_components_)
         Pseudo-inverse of ``components_``, if ``compute_inverse_components``.
@@ -234,13 +257,14 @@ class LearnedJLTransformer(
             StrOptions({"auto"}),
         ],
         "eps": [Interval(Real, 0, 1, closed="neither")],
-        "method": [StrOptions({"direct", "derandomized"})],
-        "sharpness": [Interval(Real, 0, None, closed="neither")],
+        "algorithm": [StrOptions({"direct", "derandomized"})],
+        "softmax_sharpness": [Interval(Real, 0, None, closed="neither")],
         "n_stages": [Interval(Integral, 1, None, closed="left")],
-        "scale_penalty": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
         "working_set": [Interval(Integral, 8, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "curvature_tol": [Interval(Real, 0, None, closed="left"), None],
         "polish": ["boolean"],
         "compute_inverse_components": ["boolean"],
         "random_state": ["random_state"],
@@ -252,13 +276,14 @@ class LearnedJLTransformer(
         n_components="auto",
         *,
         eps=0.1,
-        method="direct",
-        sharpness=1000.0,
+        algorithm="direct",
+        softmax_sharpness=1000.0,
         n_stages=4,
-        scale_penalty=0.1,
+        alpha=0.1,
         working_set=4000,
         max_iter=1000,
         tol=1e-2,
+        curvature_tol=None,
         polish=True,
         compute_inverse_components=False,
         random_state=None,
@@ -266,13 +291,14 @@ class LearnedJLTransformer(
     ):
         self.n_components = n_components
         self.eps = eps
-        self.method = method
-        self.sharpness = sharpness
+        self.algorithm = algorithm
+        self.softmax_sharpness = softmax_sharpness
         self.n_stages = n_stages
-        self.scale_penalty = scale_penalty
+        self.alpha = alpha
         self.working_set = working_set
         self.max_iter = max_iter
         self.tol = tol
+        self.curvature_tol = curvature_tol
         self.polish = polish
         self.compute_inverse_components = compute_inverse_components
         self.random_state = random_state
@@ -310,70 +336,90 @@ class LearnedJLTransformer(
         data_scale = np.abs(Xc).max()
         if data_scale > 0:
             Xc /= data_scale
-        rng = check_random_state(self.random_state)
-        seed = rng.randint(np.iinfo(np.int32).max)
+        seed = draw_seeds(self.random_state)
         # Training distances only see the map on the span of the centred data:
         # optimize there (coordinates Xc @ basis, far fewer variables when
         # n_samples < n_features) and keep the random start's action on the
         # orthogonal complement, which matters for new points only.
-        basis = _span_basis(Xc)
+        basis = span_basis(Xc)
         Xs = Xc @ basis
+        curvature_tol = (
+            np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
+        )
 
         # Small products in a long loop: BLAS threads cost more than they save.
         with threadpool_limits(1):
-            pairs = _ActivePairs(Xs, self.working_set)
+            pairs = _ActivePairs(Xs, self.working_set, verbose=self.verbose)
             if self.n_components == "auto":
-                fit = self._search_dimension(basis, pairs, seed)
+                fit = self._search_dimension(basis, pairs, seed, curvature_tol)
             else:
-                fit = self._fit_dimension(basis, pairs, self.n_components, seed)
+                fit = self._fit_dimension(
+                    basis, pairs, self.n_components, seed, curvature_tol
+                )
 
-        if fit.get("warning"):
-            # stacklevel: past this fit and sklearn's _fit_context, to the caller.
-            warnings.warn(fit["warning"], ConvergenceWarning, stacklevel=3)
-        self.components_ = fit["components"].astype(dtype, copy=False)
+        # Calibrate: ratios centred at 1, so the scale-free distortion is the
+        # (1 +- eps) distortion of the returned map.
+        centre = (fit.r_min + fit.r_max) / 2.0 if fit.r_max > 0 else 1.0
+        factor = 1.0 / np.sqrt(centre) if np.isfinite(centre) else 1.0
+        components = (fit.W @ basis.T + fit.complement) * factor
+        self.components_ = components.astype(dtype, copy=False)
         self.n_components_ = self.components_.shape[0]
-        self.distortion_ = fit["distortion"]
-        self.initial_distortion_ = fit["initial_distortion"]
-        self.scale_ = fit["scale"]
-        self.n_iter_ = max(1, fit["n_iter"])
-        self.grad_norm_ = fit["grad_norm"]
-        self.min_hessian_eig_ = fit["min_hessian_eig"]
-        self.certified_ = fit["certified"]
+        self.distortion_ = fit.distortion
+        self.initial_distortion_ = fit.initial_distortion
+        self.scale_ = float(fit.sigma * factor)
+        if fit.certificate is None:
+            record_trivial_certificate(self, curvature_tol=curvature_tol)
+        else:
+            record_certificate(
+                self,
+                grad_norm=fit.certificate.grad_norm,
+                min_hessian_eig=fit.certificate.min_hessian_eig,
+                tol=self.tol,
+                curvature_tol=curvature_tol,
+                # At least one: a start that is already stationary (the isometry
+                # at k >= rank) still costs the certifying evaluation.
+                n_iter=max(1, fit.n_iter),
+                advice=(
+                    f"Increase max_iter (now {self.max_iter}) or loosen tol / "
+                    "curvature_tol."
+                ),
+                # Past this fit and sklearn's _fit_context, to the caller.
+                stacklevel=3,
+            )
         # Time split and active-set size (benchmarks/bench_jl.py reports them).
         self._fit_stats = dict(pairs.stats)
         if self.compute_inverse_components:
             self.inverse_components_ = self._compute_inverse_components()
         return self
 
-    def _fit_dimension(self, basis, pairs, k, seed):
-        """Learn a ``k``-dimensional map: the sharpness stages.
+    def _fit_dimension(self, basis, pairs, k, seed, curvature_tol):
+        """Learn a ``k``-dimensional map: the sharpness stages, then the polish.
 
         Returns the final stage's end point (polished, if that lowers the
         all-pairs distortion) with the final stage's certificate, or the start
-        (uncertified) if the final stage did not improve on it.
+        with its own certificate on the final surrogate if the final stage did
+        not improve on it.
         """
         rng = np.random.RandomState(seed)
-        n_features, rank = basis.shape
+        rank = pairs.X.shape[1]
         pairs.reset(k)
-        derandomized = self.method == "derandomized"
-        start = rng.standard_normal((k, n_features)) / np.sqrt(k)
-        # M is the map restricted to the span, in the basis' coordinates.
+        derandomized = self.algorithm == "derandomized"
+        start = rng.standard_normal((k, basis.shape[0])) / np.sqrt(k)
+        # M is the map restricted to the span, in the basis' coordinates; the
+        # start's action on the orthogonal complement is kept for new points.
         M = start @ basis
         complement = start - M @ basis.T
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
         betas = [
-            self.sharpness / 4.0 ** (self.n_stages - 1 - s)
+            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
             for s in range(self.n_stages)
         ]
-        best = (initial, M, r_min, r_max, sigma)
         if not np.isfinite(r_min):
-            # No pair to embed: the surrogate is identically zero, so any map is
-            # stationary with zero gradient and zero curvature.
-            return self._finish(
-                initial, 0, best, basis, complement, _EMPTY_SURROGATE_CERTIFICATE
-            )
+            # No pair to embed: the surrogate is identically zero.
+            return _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
+        best = _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
         if k >= rank:
             # An isometry of the span exists, W = [I; 0]: all ratios equal, a
             # global minimum of every stage's surrogate (LSE(t) + LSE(-t) is
@@ -382,54 +428,32 @@ class LearnedJLTransformer(
             M = np.eye(k, rank)
             sigma = 0.0
             betas = betas[-1:]
-            best = (np.inf, M, r_min, r_max, sigma)
-        best_certificate = None
-        n_iter_total = 0
+            best = best._replace(distortion=np.inf)
         z = M.ravel()
         if derandomized:
             z = np.append(z, sigma)
-        kwargs = {"derandomized": derandomized, "penalty": self.scale_penalty}
+        z_start = z
+        n_iter_total = 0
+        kwargs = {"derandomized": derandomized, "penalty": self.alpha}
         for stage, beta in enumerate(betas):
             final = stage == len(betas) - 1
             z, n_iter = pairs.solve_stage(
-                z,
-                k,
-                beta,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                rng=rng,
-                **kwargs,
+                z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
             )
-            res = None
+            certificate = None
             if final:
-                # The certificate: the surrogate of the final active set. The
-                # certifying solver gets a short budget from the rounds' end
-                # point; on a fixed active set a long run would fit those pairs
-                # while others overtake the extremes, so its point is kept only
-                # if the all-pairs distortion did not rise, and otherwise the
-                # rounds' end point is certified as it is.
-                objective = pairs.objective(k, beta, **kwargs)
-                res = _solve(
-                    objective,
+                z, n_cert, certificate = certify_stage(
+                    pairs,
+                    pairs.objective(k, beta, **kwargs),
                     z,
-                    self.tol,
-                    min(CERTIFY_ITER, self.max_iter),
-                    rng,
-                    {"max_lanczos_iter": 100},
+                    k,
+                    tol=self.tol,
+                    curvature_tol=curvature_tol,
+                    max_iter=min(CERTIFY_ITER, self.max_iter),
+                    rng=rng,
+                    verbose=self.verbose,
                 )
-                before = _scale_free(*pairs.extremes(z[: k * rank].reshape(k, rank)))
-                after = _scale_free(*pairs.extremes(res.x[: k * rank].reshape(k, rank)))
-                if after <= before:
-                    z = res.x
-                    n_iter += res.n_iter
-                else:
-                    res = sosp_certificate(
-                        objective,
-                        z,
-                        tol=self.tol,
-                        max_lanczos_iter=100,
-                        random_state=rng,
-                    )
+                n_iter += n_cert
             n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
             sigma = abs(z[-1]) if derandomized else 0.0
@@ -437,97 +461,80 @@ class LearnedJLTransformer(
             distortion = _scale_free(r_min, r_max)
             if self.verbose:
                 cert = (
-                    f", grad norm {res.grad_norm:.2e}, min eig "
-                    f"{res.min_hessian_eig:.2e}"
-                    if res is not None
+                    f", grad norm {certificate.grad_norm:.2e}, min eig "
+                    f"{certificate.min_hessian_eig:.2e}"
+                    if certificate is not None
                     else ""
                 )
                 print(
                     f"[LearnedJLTransformer] k={k} stage {stage + 1}/{len(betas)} "
-                    f"sharpness={beta:.4g}: distortion {distortion:.4f}, "
+                    f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}, "
                     f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}{cert}, "
-                    f"{n_iter} iterations, active set {pairs.rows.size} pairs"
+                    f"{n_iter} iterations, active set {pairs.rows.size} pairs",
+                    flush=True,
                 )
-            # Ties go to the later (sharper, better certified) stage.
-            if final and distortion <= best[0]:
-                best = (distortion, M, r_min, r_max, sigma)
-                best_certificate = res
-        if best_certificate is not None and self.polish:
-            W, distortion, _ = polish_minimax(
-                pairs, best[1], max_constraints=POLISH_CONSTRAINTS, verbose=self.verbose
+        # Ties go to the final (sharper, certified) stage.
+        if distortion <= best.distortion:
+            best = best._replace(
+                W=M,
+                distortion=distortion,
+                r_min=r_min,
+                r_max=r_max,
+                sigma=sigma,
+                certificate=certificate,
             )
-            if distortion < best[0]:
-                r_min, r_max = pairs.extremes(W)
-                best = (distortion, W, r_min, r_max, best[4])
-        return self._finish(
-            initial, n_iter_total, best, basis, complement, best_certificate
-        )
-
-    def _finish(self, initial, n_iter, best, basis, complement, certificate):
-        distortion, W, r_min, r_max, sigma = best
-        M = W @ basis.T + complement
-        # Calibrate: ratios centred at 1, so the scale-free distortion is the
-        # (1 +- eps) distortion of the returned map.
-        centre = (r_min + r_max) / 2.0 if np.isfinite(r_min) and r_max > 0 else 1.0
-        factor = 1.0 / np.sqrt(centre)
-        fit = {
-            "components": M * factor,
-            "distortion": distortion,
-            "initial_distortion": initial,
-            "scale": float(sigma * factor),
-            "n_iter": n_iter,
-            "grad_norm": np.nan,
-            "min_hessian_eig": np.nan,
-            "certified": False,
-            "warning": (
-                "No stage improved on the random starting map, which is returned "
-                f"uncertified. Increase max_iter (now {self.max_iter})."
-            ),
-        }
-        if certificate is not None:
-            fit["grad_norm"] = float(certificate.grad_norm)
-            fit["min_hessian_eig"] = float(certificate.min_hessian_eig)
-            fit["certified"] = bool(certificate.success)
-            fit["warning"] = None
-            if not certificate.success:
-                fit["warning"] = (
-                    "The returned map is not a certified second-order stationary "
-                    f"point of its stage's surrogate (gradient norm "
-                    f"{certificate.grad_norm:.3e}, tol {self.tol:.1e}; smallest "
-                    f"Hessian eigenvalue {certificate.min_hessian_eig:.3e}, "
-                    f"curvature tolerance {np.sqrt(self.tol):.1e}). Increase "
-                    f"max_iter (now {self.max_iter}) or loosen tol."
+            if self.polish:
+                W, polished, _ = polish_minimax(
+                    pairs, M, max_constraints=POLISH_CONSTRAINTS, verbose=self.verbose
                 )
-        return fit
+                if polished < best.distortion:
+                    r_min, r_max = pairs.extremes(W)
+                    best = best._replace(
+                        W=W, distortion=polished, r_min=r_min, r_max=r_max
+                    )
+        else:
+            # The random start is returned: its certificate, on the same surrogate.
+            best = best._replace(
+                certificate=sosp_certificate(
+                    pairs.objective(k, betas[-1], **kwargs),
+                    z_start,
+                    tol=self.tol,
+                    curvature_tol=curvature_tol,
+                    max_lanczos_iter=LANCZOS_ITER,
+                    random_state=rng,
+                )
+            )
+        return best._replace(initial_distortion=initial, n_iter=n_iter_total)
 
-    def _search_dimension(self, basis, pairs, seed):
+    def _search_dimension(self, basis, pairs, seed, curvature_tol):
         """Smallest ``k`` whose learned map reaches ``eps``: doubling, bisection."""
         cache = {}
 
         def fit_k(k):
             if k not in cache:
-                cache[k] = self._fit_dimension(basis, pairs, k, seed)
+                cache[k] = self._fit_dimension(basis, pairs, k, seed, curvature_tol)
                 if self.verbose:
                     print(
                         f"[LearnedJLTransformer] n_components={k}: distortion "
-                        f"{cache[k]['distortion']:.4f} (eps={self.eps})"
+                        f"{cache[k].distortion:.4f} (eps={self.eps})",
+                        flush=True,
                     )
             return cache[k]
 
         # At the rank of the centred data an isometry of its span exists (and
         # _fit_dimension returns it), so the search is bounded and succeeds.
-        k_max = basis.shape[1]
+        k_max = pairs.X.shape[1]
         lo, hi = 0, k_max  # the dimension lo fails (0 trivially), hi succeeds
         k = 1
         while k < k_max:
-            if _ok(fit_k(k), self.eps):
+            if fit_k(k).distortion <= self.eps:
                 hi = k
                 break
             lo = k
             k *= 2
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if _ok(fit_k(mid), self.eps):
+            if fit_k(mid).distortion <= self.eps:
                 hi = mid
             else:
                 lo = mid
@@ -595,43 +602,15 @@ class LearnedJLTransformer(
         return tags
 
 
-# With no pair the surrogate is the zero function: its gradient and Hessian are
-# exactly zero everywhere, so every map is a second-order stationary point.
-# Iterations the certifying solver may add to the final stage's rounds.
-CERTIFY_ITER = 100
+class _Fit(NamedTuple):
+    """A learned map of one dimension, in the coordinates of the data's span."""
 
-# Pairs per side in each linear program of the polish: enough for the minimax's
-# active constraints on the benchmark sets, few enough for HiGHS to stay fast.
-POLISH_CONSTRAINTS = 50
-
-_EMPTY_SURROGATE_CERTIFICATE = OptimizeResult(
-    grad_norm=0.0, min_hessian_eig=0.0, success=True
-)
-
-
-def _ok(fit, eps):
-    return fit["distortion"] <= eps
-
-
-def _span_basis(Xc):
-    """Orthonormal basis (columns) of the row space of the centred data."""
-    _, sv, Vt = linalg.svd(Xc, full_matrices=False, check_finite=False)
-    tol = sv.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
-    # At least one direction, so that constant data still has a (trivial) map.
-    rank = max(1, int(np.sum(sv > tol)))
-    return Vt[:rank].T
-
-
-def _solve(objective, z, tol, max_iter, rng, options):
-    # The estimator reports its own ConvergenceWarning, naming its parameters,
-    # from the final stage's certificate.
-    return minimize_sosp(
-        objective,
-        z,
-        method="lbfgs",
-        tol=tol,
-        max_iter=max_iter,
-        random_state=rng,
-        warn=False,
-        options=options,
-    )
+    W: np.ndarray  # (k, rank): the map on the span (uncalibrated)
+    complement: np.ndarray  # (k, n_features): the start's action off the span
+    distortion: float  # exact all-pairs scale-free distortion of W
+    r_min: float  # smallest and largest ratio over all pairs (inf, -inf: none)
+    r_max: float
+    sigma: float  # Gaussian scale (0 for the direct algorithm)
+    initial_distortion: float  # of the random start
+    n_iter: int  # solver iterations over all stages
+    certificate: object  # OptimizeResult of the returned point; None: no pair

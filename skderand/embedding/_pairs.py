@@ -10,7 +10,7 @@ Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
 """
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 
 # Pairs whose squared distance is below this fraction of the largest squared norm of
 # the centred data are coincident points: every linear map keeps them coincident,
@@ -24,6 +24,15 @@ STORE_BYTES_32 = 1 << 30
 
 # Elements of one block of the pairwise scan (bounds its temporary memory).
 BLOCK_ELEMENTS = 1 << 22
+
+
+def span_basis(Xc):
+    """Orthonormal basis (columns) of the row space of the centred data."""
+    _, sv, Vt = linalg.svd(Xc, full_matrices=False, check_finite=False)
+    tol = sv.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
+    # At least one direction, so that constant data still has a (trivial) map.
+    rank = max(1, int(np.sum(sv > tol)))
+    return Vt[:rank].T
 
 
 def exact_sq_dists(X, rows, cols, chunk=1 << 20):
@@ -204,7 +213,7 @@ class _PairObjective:
     (``v_p = log(1 + var_p / mu_p^2)``, ``m_p = log mu_p - v_p / 2``), the
     risk-sensitive expectation ``log E sum_p exp(beta l_p) / beta`` is
     ``LSE(beta (m_p + beta v_p / 2)) / beta``; likewise for ``-l``. The lemma's
-    penalty ``scale_penalty * k * sigma^2`` is added. At ``sigma = 0`` this is the
+    penalty ``alpha * k * sigma^2`` is added. At ``sigma = 0`` this is the
     direct surrogate exactly.
     """
 
