@@ -7,9 +7,12 @@ behind the ``slow`` marker, since it repeats the same checks.
 """
 
 import inspect
+import warnings
 
+import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import (
     check_estimator,
     check_param_validation,
@@ -64,7 +67,7 @@ CONFIGURATIONS = {
         },
     ],
     "LearnedJLTransformer": [
-        {"n_components": 2, "method": "derandomized"},
+        {"n_components": 2, "algorithm": "derandomized"},
         {"n_components": 3, "n_stages": 2, "compute_inverse_components": True},
     ],
     "DeterministicMaxCut": [
@@ -108,3 +111,62 @@ def test_param_validation(estimator):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_check_estimator_entry_point(estimator):
     check_estimator(estimator)
+
+
+# One certificate contract (issue 11): every estimator takes the same solver
+# parameters and exposes the same fitted certificate, with ``certified_`` true
+# exactly when both tolerances hold.
+SOLVER_PARAMS = {"tol", "curvature_tol", "max_iter", "random_state", "verbose"}
+CERTIFICATE = ("grad_norm_", "min_hessian_eig_", "curvature_tol_", "n_iter_")
+
+
+def _small_problem(cls):
+    """A cheap fit per kind: fixed decay and rank skip structure discovery's CV."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    if cls.__name__.startswith("StructureDiscovery"):
+        est = cls(hidden_layer_sizes=4, alpha=1e-2, n_components=1, random_state=0)
+        y = X[:, 0] > 0 if "Classifier" in cls.__name__ else np.tanh(X[:, 0])
+        return est, (X, y)
+    if cls.__name__ == "LearnedJLTransformer":
+        # Fewer components than features: an identity map would be exact.
+        return cls(n_components=2, random_state=0), (X,)
+    return cls(random_state=0), (X,)
+
+
+@pytest.mark.parametrize("cls", _public_estimators(), ids=lambda c: c.__name__)
+def test_every_estimator_reports_the_same_certificate(cls):
+    assert SOLVER_PARAMS <= set(cls().get_params())
+    est, data = _small_problem(cls)
+    est.fit(*data)
+    for name in CERTIFICATE:
+        assert np.isfinite(getattr(est, name)), name
+    assert est.curvature_tol_ >= 0 and est.n_iter_ >= 0
+    holds = est.grad_norm_ <= est.tol and est.min_hessian_eig_ >= -est.curvature_tol_
+    assert est.certified_ is holds
+
+
+@pytest.mark.parametrize("cls", _public_estimators(), ids=lambda c: c.__name__)
+def test_uncertified_fit_warns_once_in_the_estimators_terms(cls):
+    # A tolerance no fit can meet: certified_ is False and exactly one
+    # ConvergenceWarning, naming the estimator, says so.
+    est, data = _small_problem(cls)
+    est.set_params(tol=1e-300, max_iter=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(*data)
+    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert not est.certified_
+    assert len(convergence) == 1, [str(w.message) for w in convergence]
+    message = str(convergence[0].message)
+    assert cls.__name__ in message and "gradient norm" in message
+
+
+def test_degenerate_problems_report_the_trivial_certificate_alike():
+    # Nothing to optimize (no pair of distinct points, no edge): every point is
+    # an exact SOSP, reported the same way by both estimators.
+    jl = skderand.LearnedJLTransformer(n_components=2).fit(np.ones((5, 4)))
+    cut = skderand.DeterministicMaxCut(affinity="precomputed").fit(np.zeros((4, 4)))
+    for est in (jl, cut):
+        assert (est.grad_norm_, est.min_hessian_eig_, est.n_iter_) == (0.0, 0.0, 0)
+        assert est.certified_ is True

@@ -2,7 +2,7 @@
 
 Fitting must emit no RuntimeWarning (overflow, division by zero, invalid value) on
 any benchmark data set: every data set and target dimension of
-``benchmarks/bench_jl.py`` for both methods of LearnedJLTransformer, and every
+``benchmarks/bench_jl.py`` for both algorithms of LearnedJLTransformer, and every
 teacher of ``benchmarks/bench_structure_discovery.py`` at d = 50, n = 2000 for
 StructureDiscoveryRegressor. The data come from the benchmark modules themselves,
 so there is one definition of each set. (Every Gset graph is fitted once, under
@@ -39,9 +39,9 @@ from skderand.maxcut import read_gset
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 
-# The data sets (built once), target dimensions and methods of bench_jl.main().
+# The data sets (built once), target dimensions and algorithms of bench_jl.main().
 JL_DATA = jl_datasets()
-JL_METHODS = ("direct", "derandomized")
+JL_ALGORITHMS = ("direct", "derandomized")
 JL_CASES = [
     (name, k) for name, X in JL_DATA.items() for k in JL_N_COMPONENTS if k < X.shape[1]
 ]
@@ -91,11 +91,11 @@ def test_maxcut_on_gset_no_runtime_warning_and_bounded_memory(graph, bound_mib):
     assert peak < bound_mib
 
 
-@pytest.mark.parametrize("method", JL_METHODS)
+@pytest.mark.parametrize("algorithm", JL_ALGORITHMS)
 @pytest.mark.parametrize("dataset, k", JL_CASES)
-def test_learned_jl_on_bench_data_no_runtime_warning(dataset, k, method):
+def test_learned_jl_on_bench_data_no_runtime_warning(dataset, k, algorithm):
     X = JL_DATA[dataset]
-    _fit_strict(LearnedJLTransformer(k, method=method, random_state=0), X)
+    _fit_strict(LearnedJLTransformer(k, algorithm=algorithm, random_state=0), X)
 
 
 @pytest.mark.parametrize("k", [10, 20])

@@ -31,6 +31,16 @@ __all__ = ["minimize_sosp"]
 
 METHODS = ("lbfgs", "pgd")
 
+# Perturbed gradient descent's escape test waits t_thres steps after a
+# perturbation for the objective to drop. Its default is the time a component
+# along curvature -curvature_tol needs to grow by _ESCAPE_GROWTH * sqrt(n)
+# (from ~ r / sqrt(n), its share of the uniform perturbation, to ~ 10 r, well past
+# the ball), clipped to [_MIN_ESCAPE_ITER, _MAX_ESCAPE_ITER]: at least a few steps
+# for the step size to settle, and a bound when curvature_tol is tiny.
+_ESCAPE_GROWTH = 10.0
+_MIN_ESCAPE_ITER = 10
+_MAX_ESCAPE_ITER = 10_000
+
 
 class _Stop(Exception):
     """The user's callback asked to stop."""
@@ -277,10 +287,10 @@ def _pgd_sosp(objective, x, *, tol, curvature_tol, rng, progress, options):
             if t_thres is None:
                 # Steps for a component along curvature -curvature_tol to grow from
                 # ~ r / sqrt(n) to ~ r: the escape time of Jin et al.'s analysis.
-                growth = np.log(10.0 * np.sqrt(n))
+                growth = np.log(_ESCAPE_GROWTH * np.sqrt(n))
                 rate = np.log1p(eta * max(curvature_tol, 1e-12))
-                t_thres = int(min(np.ceil(growth / rate), 10_000))
-            anchor = (x, value, progress.n_iter, max(t_thres, 10))
+                t_thres = int(min(np.ceil(growth / rate), _MAX_ESCAPE_ITER))
+            anchor = (x, value, progress.n_iter, max(t_thres, _MIN_ESCAPE_ITER))
             x = x + _uniform_ball(rng, n, radius)
             value, grad = objective(x)
             grad_norm = np.linalg.norm(grad)
@@ -335,6 +345,60 @@ def _pgd_sosp(objective, x, *, tol, curvature_tol, rng, progress, options):
     if anchor is not None and anchor[1] < value:
         x = anchor[0]
     return x, _certify(objective, x, rng=rng, **options["certify"]), n_perturbations
+
+
+def _method_settings(method, options, tol, curvature_tol):
+    """The method's settings: its defaults, updated by the user's ``options``.
+
+    ``max_lanczos_iter`` and ``lanczos_rtol`` go to the certificate (key
+    ``"certify"``), the rest to the method; an unknown option is an error.
+    """
+    options = dict(options or {})
+    certify = {
+        "tol": tol,
+        "curvature_tol": curvature_tol,
+        "max_lanczos_iter": options.pop("max_lanczos_iter", 100),
+        "lanczos_rtol": options.pop("lanczos_rtol", 1e-6),
+    }
+    defaults = {
+        "lbfgs": {"memory": 20},
+        "pgd": {
+            "step_size": 1.0,
+            "step_growth": 1.1,
+            "perturbation_radius": np.sqrt(tol),
+            "escape_iter": None,
+            "escape_decrease": None,
+            "certify_early": True,
+        },
+    }[method]
+    unknown = set(options) - set(defaults)
+    if unknown:
+        raise ValueError(
+            f"Unknown options for method {method!r}: {sorted(unknown)}; "
+            f"valid ones are {sorted(defaults) + ['lanczos_rtol', 'max_lanczos_iter']}."
+        )
+    return {**defaults, **options, "certify": certify}
+
+
+def _outcome_message(cert, tol, curvature_tol, max_iter, stopped, exhausted):
+    """``(message, advice)``: how the run ended, and what to change if it failed."""
+    if cert.success:
+        return "Certified approximate second-order stationary point.", ""
+    if stopped:
+        return "Stopped by the callback before the certificate held.", ""
+    summary = certificate_message(
+        cert.grad_norm, tol, cert.min_hessian_eig, curvature_tol
+    )
+    if exhausted:
+        return (
+            f"max_iter={max_iter} reached before the certificate held ({summary}).",
+            " Increase max_iter, or loosen tol / curvature_tol.",
+        )
+    return (
+        f"The method stalled before the certificate held ({summary}).",
+        " Round-off limits how small the gradient can get: loosen tol, or "
+        "rescale the problem so the objective is of order one.",
+    )
 
 
 def minimize_sosp(
@@ -458,31 +522,7 @@ def minimize_sosp(
         raise TypeError("callback must be callable or None.")
     x = _check_x(x0, "x0")
     tol, curvature_tol = _check_tolerances(tol, curvature_tol)
-    options = dict(options or {})
-    certify = {
-        "tol": tol,
-        "curvature_tol": curvature_tol,
-        "max_lanczos_iter": options.pop("max_lanczos_iter", 100),
-        "lanczos_rtol": options.pop("lanczos_rtol", 1e-6),
-    }
-    defaults = {
-        "lbfgs": {"memory": 20},
-        "pgd": {
-            "step_size": 1.0,
-            "step_growth": 1.1,
-            "perturbation_radius": np.sqrt(tol),
-            "escape_iter": None,
-            "escape_decrease": None,
-            "certify_early": True,
-        },
-    }[method]
-    unknown = set(options) - set(defaults)
-    if unknown:
-        raise ValueError(
-            f"Unknown options for method {method!r}: {sorted(unknown)}; "
-            f"valid ones are {sorted(defaults) + ['lanczos_rtol', 'max_lanczos_iter']}."
-        )
-    settings = {**defaults, **options, "certify": certify}
+    settings = _method_settings(method, options, tol, curvature_tol)
 
     objective = _Objective(fun, x.size, hessp)
     objective(x)  # validate fun's output at the start, before any work
@@ -503,27 +543,12 @@ def minimize_sosp(
         stopped_by_callback = False
     except _Stop:
         x = _check_x(objective._last_x)
-        cert = _certify(objective, x, rng=rng, **certify)
+        cert = _certify(objective, x, rng=rng, **settings["certify"])
         stopped_by_callback = True
 
-    summary = certificate_message(
-        cert.grad_norm, tol, cert.min_hessian_eig, curvature_tol
+    message, advice = _outcome_message(
+        cert, tol, curvature_tol, max_iter, stopped_by_callback, progress.exhausted
     )
-    if cert.success:
-        message = "Certified approximate second-order stationary point."
-    elif stopped_by_callback:
-        message = "Stopped by the callback before the certificate held."
-    elif progress.exhausted:
-        message = (
-            f"max_iter={max_iter} reached before the certificate held ({summary})."
-        )
-        advice = " Increase max_iter, or loosen tol / curvature_tol."
-    else:
-        message = f"The method stalled before the certificate held ({summary})."
-        advice = (
-            " Round-off limits how small the gradient can get: loosen tol, or "
-            "rescale the problem so the objective is of order one."
-        )
     if warn and not cert.success and not stopped_by_callback:
         warnings.warn(message + advice, ConvergenceWarning, stacklevel=2)
     progress.report(cert.fun, cert.grad_norm, "done")
