@@ -710,7 +710,17 @@ def test_verbose_prints_the_path_and_the_restarts(capsys):
         X,
         y,
     )
-    chosen = _lines(capsys.readouterr().out, tag)[2]
+    lines = _lines(capsys.readouterr().out, tag)
+    # Each rank the bisection tries, as it is scored, then the choice.
+    ranks = list(auto.rank_cv_scores_)
+    assert len(ranks) >= 1
+    tried = lines[2 : 2 + len(ranks)]
+    assert sorted(tried) == sorted(
+        f"{tag} rank {rank}: mean held-out score "
+        f"{auto.rank_cv_scores_[rank].mean():.4f}"
+        for rank in ranks
+    )
+    chosen = lines[2 + len(ranks)]
     assert chosen.startswith(f"{tag} alpha_={auto.alpha_:.3g} (mean held-out")
     assert chosen.endswith(f", n_components_={auto.n_components_}")
 

@@ -583,7 +583,8 @@ class _BaseStructureDiscovery(
             if self.verbose:
                 print(
                     f"[{type(self).__name__}] alpha {alpha:.3g}: mean held-out "
-                    f"score {np.mean(scores[-1]):.4f} over {n_splits} folds"
+                    f"score {np.mean(scores[-1]):.4f} over {n_splits} folds",
+                    flush=True,
                 )
         self.alphas_ = alphas
         self.cv_scores_ = np.array(scores)
@@ -597,17 +598,26 @@ class _BaseStructureDiscovery(
         )
         self.alpha_ = float(alphas[best])
         if self.n_components == "auto":
-            self.n_components_, rank_scores = _smallest_sufficient_rank(
-                lambda rank: parallel(
+
+            def rank_scores(rank):
+                scores = parallel(
                     delayed(fold.rank_score)(best, self.alpha_, rank) for fold in folds
-                ),
+                )
+                if self.verbose:
+                    print(
+                        f"[{type(self).__name__}] rank {rank}: mean held-out "
+                        f"score {np.mean(scores):.4f}",
+                        flush=True,
+                    )
+                return scores
+
+            self.n_components_, evaluated = _smallest_sufficient_rank(
+                rank_scores,
                 self.cv_scores_[best],
                 max_components,
                 unit,
             )
-            self.rank_cv_scores_ = {
-                rank: rank_scores[rank] for rank in sorted(rank_scores)
-            }
+            self.rank_cv_scores_ = {rank: evaluated[rank] for rank in sorted(evaluated)}
         if self.verbose:
             print(
                 f"[{type(self).__name__}] alpha_={self.alpha_:.3g} (mean held-out "
@@ -616,7 +626,8 @@ class _BaseStructureDiscovery(
                     f", n_components_={self.n_components_}"
                     if self.n_components == "auto"
                     else ""
-                )
+                ),
+                flush=True,
             )
 
     def _forward(self, X):
