@@ -5,21 +5,7 @@ their imports here means an upstream rename touches a single file.
 """
 
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import (
-    HasMethods,
-    Hidden,
-    Interval,
-    StrOptions,
-    validate_params,
-)
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-__all__ = [
-    "HasMethods",
-    "Hidden",
-    "Interval",
-    "StrOptions",
-    "_fit_context",
-    "validate_data",
-    "validate_params",
-]
+__all__ = ["Interval", "StrOptions", "_fit_context", "validate_data"]
