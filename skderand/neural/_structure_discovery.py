@@ -429,9 +429,8 @@ class _BaseStructureDiscovery(
             path = _DecayPath(
                 net, net.init(np.random.default_rng(seeds[0])), Xw, Y, single_thread
             )
-            for alpha in self.alphas_[
-                : np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
-            ]:
+            n_steps = np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
+            for alpha in self.alphas_[:n_steps]:
                 theta0 = path.fit(alpha)
 
         network_params["alpha"] = self.alpha_
