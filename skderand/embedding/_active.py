@@ -7,8 +7,8 @@ Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
   between rounds a blocked pass over *all* pairs (:class:`_PairScanner`) finds the
   true extremes, and the pairs that overtake the active set's extremes are added.
   A sharpness stage ends when no pair outside the set moves the extremes.
-- :func:`polish_minimax` solves the nonsmooth minimax itself on the active set by
-  sequential linear programming with a trust region (theory.md, section 6).
+- :func:`certify_stage` certifies the final stage on the final active set (the
+  nonsmooth polish that follows is in ``_polish.py``).
 
 Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pairs.
 """
@@ -16,7 +16,7 @@ Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pair
 import time
 
 import numpy as np
-from scipy.optimize import linprog, minimize
+from scipy.optimize import minimize
 
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -384,138 +384,6 @@ def certify_stage(
         random_state=rng,
     )
     return z, 0, certificate
-
-
-# Pairs per side in each linear program of the polish: enough for the minimax's
-# active constraints on the benchmark sets, few enough for HiGHS to stay fast.
-POLISH_CONSTRAINTS = 50
-
-# Sequential linear programming: trust-region radius (relative to the largest
-# entry of the map), its limits, and the constraint pairs per side and LP.
-POLISH_RHO0 = 0.02
-POLISH_RHO_MIN = 1e-7
-POLISH_MAX_LP = 8
-POLISH_OUTER = 2
-POLISH_PAIRS = 2000
-# Dense LPs beyond this many variables cost more (HiGHS: about 1.5 s per LP at
-# 6,000 variables and 100 constraints) than the polish gains: skipped.
-POLISH_MAX_VARIABLES = 2000
-
-
-def polish_minimax(pairs, W, *, max_constraints, verbose=0):
-    """Minimize the true worst distortion on the active set by SLP.
-
-    At ``W`` the ratio of pair ``p`` is linearized, ``r_p(W + D) ~ r_p + <G_p,
-    D>`` with ``G_p = 2 (W d_p) d_p^T / |d_p|^2``, and the LP ``min b - a`` over
-    ``(D, a, b)`` subject to ``a <= r_p + <G_p, D> <= b`` (the pairs nearest the
-    extremes), ``a + b = 2`` (the scale) and ``|D|_inf <= rho`` is solved with
-    HiGHS. The step is kept when the active set's true distortion falls; ``rho``
-    grows after good steps and shrinks after bad ones. Between LP sequences a
-    blocked pass over all pairs adds the pairs that overtake the extremes.
-
-    Returns the polished map (the input if no step lowered the all-pairs
-    distortion) and the number of LPs solved. A returned polished map is a point
-    where no trust-region LP step lowers the active set's distortion: a
-    first-order (Clarke) stationary point of the active-set minimax, up to the
-    final trust radius.
-    """
-    k, rank = W.shape
-    if k * rank > POLISH_MAX_VARIABLES:
-        return W, np.inf, 0
-    start = time.perf_counter()
-    X = pairs.X
-    r0_min, r0_max = pairs.extremes(W)
-    base = _scale_free(r0_min, r0_max)
-    best_W, best = W, base
-    n_lp = 0
-    W = W / np.sqrt((r0_min + r0_max) / 2.0)
-    rho = POLISH_RHO0 * np.abs(W).max()
-    for _ in range(POLISH_OUTER):
-        # The LPs see the active pairs nearest the extremes: a trust-region step
-        # moves no other pair far enough to matter (the pass below checks).
-        r = pairs.ratios(W)
-        m = min(POLISH_PAIRS, r.size // 2)
-        order = np.argsort(r)
-        near = np.concatenate([order[:m], order[r.size - m :]])
-        D_all = X[pairs.rows[near]] - X[pairs.cols[near]]
-        d2 = pairs.d2[near]
-        for _ in range(POLISH_MAX_LP):
-            Y = D_all @ W.T
-            r = np.einsum("ij,ij->i", Y, Y) / d2
-            current = _scale_free(r.min(), r.max())
-            m = min(max_constraints, r.size)
-            order = np.argsort(r)
-            low, high = order[:m], order[-m:]
-            step, predicted = _slp_step(Y, D_all, d2, r, low, high, rho, k, rank)
-            n_lp += 1
-            if step is None or predicted >= current * (1 - 1e-9):
-                rho *= 0.25
-            else:
-                trial = W + step
-                Yt = D_all @ trial.T
-                rt = np.einsum("ij,ij->i", Yt, Yt) / d2
-                actual = _scale_free(rt.min(), rt.max())
-                if actual < current:
-                    W = trial / np.sqrt((rt.min() + rt.max()) / 2.0)
-                    gain = (current - actual) / max(current - predicted, 1e-300)
-                    rho *= 2.0 if gain > 0.5 else 1.0
-                else:
-                    rho *= 0.25
-            if rho < POLISH_RHO_MIN * np.abs(W).max():
-                break
-        r_min, r_max = pairs.extremes(W)
-        distortion = _scale_free(r_min, r_max)
-        if verbose:
-            print(
-                f"[LearnedJLTransformer] polish: all-pairs distortion {distortion:.4f} "
-                f"(active set {pairs.rows.size} pairs, {n_lp} LPs)"
-            )
-        if distortion < best:
-            best_W, best = W, distortion
-        # Pairs outside the set that overtake the active extremes join it.
-        r = pairs.ratios(W)
-        if r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9):
-            break
-        _, _, low, high = pairs.scan(W, max_constraints, 1e-2)
-        pairs._add(low, high)
-        rho = max(rho, 1e-3 * np.abs(W).max())
-    pairs.stats["polish_s"] += time.perf_counter() - start
-    return best_W, best, n_lp
-
-
-def _slp_step(Y, D_all, d2, r, low, high, rho, k, rank):
-    """One trust-region LP: the step ``D`` and its predicted distortion."""
-    n_var = k * rank
-    # Row p of the linearization: vec(2 (W d_p) d_p^T / |d_p|^2).
-    G_high = (2.0 / d2[high])[:, None] * np.einsum(
-        "pi,pj->pij", Y[high], D_all[high]
-    ).reshape(high.size, n_var)
-    G_low = (2.0 / d2[low])[:, None] * np.einsum(
-        "pi,pj->pij", Y[low], D_all[low]
-    ).reshape(low.size, n_var)
-    # Variables (vec D, a, b): r_p + G_p D - b <= 0 (high), a - r_p - G_p D <= 0.
-    A_ub = np.zeros((high.size + low.size, n_var + 2))
-    A_ub[: high.size, :n_var] = G_high
-    A_ub[: high.size, -1] = -1.0
-    A_ub[high.size :, :n_var] = -G_low
-    A_ub[high.size :, -2] = 1.0
-    b_ub = np.concatenate([-r[high], r[low]])
-    c = np.zeros(n_var + 2)
-    c[-2], c[-1] = -1.0, 1.0
-    bounds = [(-rho, rho)] * n_var + [(None, None), (None, None)]
-    res = linprog(
-        c,
-        A_ub=A_ub,
-        b_ub=b_ub,
-        A_eq=np.concatenate([np.zeros(n_var), [1.0, 1.0]])[None, :],
-        b_eq=[2.0],
-        bounds=bounds,
-        method="highs",
-    )
-    if res.status != 0:
-        return None, np.inf
-    a, b = res.x[-2], res.x[-1]
-    return res.x[:n_var].reshape(k, rank), float((b - a) / (b + a))
 
 
 def _scale_free(r_min, r_max):

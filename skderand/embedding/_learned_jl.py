@@ -4,7 +4,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg, sparse
+from scipy import linalg
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -25,13 +25,12 @@ from skderand._sklearn_compat import (
 from skderand.embedding._active import (
     CERTIFY_ITER,
     LANCZOS_ITER,
-    POLISH_CONSTRAINTS,
     _ActivePairs,
     _scale_free,
     certify_stage,
-    polish_minimax,
 )
-from skderand.embedding._pairs import span_basis
+from skderand.embedding._pairs import _Span
+from skderand.embedding._polish import polish_minimax
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
     record_certificate,
@@ -120,14 +119,15 @@ class LearnedJLTransformer(
         (in float32 beyond 256 MiB; recomputed block by block beyond).
     polish : bool, default=True
         After the final stage, minimize the true worst distortion (not its
-        smoothing) on the active pairs nearest the extremes by sequential
-        linear programming with a trust region (``scipy.optimize.linprog``,
-        HiGHS): each LP minimizes the spread of the linearized ratios. The
-        polished map is kept only if its all-pairs distortion is lower. It is a
-        point where no trust-region LP step within the budget lowers the
-        distortion of those pairs; the certificate (``grad_norm_``,
-        ``min_hessian_eig_``) stays that of the final stage's surrogate, at the
-        point the polish started from.
+        smoothing) on the active set by prox-linear steps: each step linearizes
+        the log-ratios of the pairs nearest the extremes and solves the
+        proximal minimax through its small dual (a concave quadratic over two
+        simplices, of the size of those pairs, not of the map). The polished
+        map is kept only if its all-pairs distortion is lower. It ends where the
+        model predicts no decrease (a first-order stationary point of the
+        active-set minimax) or at its step budget; the certificate
+        (``grad_norm_``, ``min_hessian_eig_``) stays that of the final stage's
+        surrogate, at the point the polish started from.
     max_iter : int, default=1000
         Maximum number of solver iterations per sharpness stage (shared by the
         stage's active-set rounds, each of at most 40 iterations).
@@ -311,7 +311,8 @@ class LearnedJLTransformer(
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training points. Sparse input is densified for the fit.
+            Training points. Large sparse input is never densified whole:
+            the span of the rows comes from their Gram matrix.
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -324,44 +325,31 @@ class LearnedJLTransformer(
             self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
         )
         dtype = X.dtype
-        Xd = X.toarray() if sparse.issparse(X) else X
-        # Distances do not depend on the origin; centring keeps the Gram-matrix
-        # form of the squared distances accurate.
-        # C order: the same BLAS paths (hence bit-identical fits) for every layout.
-        Xc = np.ascontiguousarray(Xd, dtype=np.float64)
-        Xc = Xc - Xc.mean(axis=0)
-        # Distance ratios do not depend on the data's scale either; working at
-        # unit scale keeps squared distances of 1e-150-sized data from
-        # underflowing (and of 1e150-sized data from overflowing).
-        data_scale = np.abs(Xc).max()
-        if data_scale > 0:
-            Xc /= data_scale
         seed = draw_seeds(self.random_state)
         # Training distances only see the map on the span of the centred data:
-        # optimize there (coordinates Xc @ basis, far fewer variables when
-        # n_samples < n_features) and keep the random start's action on the
-        # orthogonal complement, which matters for new points only.
-        basis = span_basis(Xc)
-        Xs = Xc @ basis
+        # optimize there (far fewer variables when n_samples < n_features) and
+        # keep the random start's action on the orthogonal complement, which
+        # matters for new points only. Large sparse input is never densified.
+        span = _Span(X)
         curvature_tol = (
             np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
         )
 
         # Small products in a long loop: BLAS threads cost more than they save.
         with threadpool_limits(1):
-            pairs = _ActivePairs(Xs, self.working_set, verbose=self.verbose)
+            pairs = _ActivePairs(span.coords, self.working_set, verbose=self.verbose)
             if self.n_components == "auto":
-                fit = self._search_dimension(basis, pairs, seed, curvature_tol)
+                fit = self._search_dimension(span, pairs, seed, curvature_tol)
             else:
                 fit = self._fit_dimension(
-                    basis, pairs, self.n_components, seed, curvature_tol
+                    span, pairs, self.n_components, seed, curvature_tol
                 )
 
         # Calibrate: ratios centred at 1, so the scale-free distortion is the
         # (1 +- eps) distortion of the returned map.
         centre = (fit.r_min + fit.r_max) / 2.0 if fit.r_max > 0 else 1.0
         factor = 1.0 / np.sqrt(centre) if np.isfinite(centre) else 1.0
-        components = (fit.W @ basis.T + fit.complement) * factor
+        components = (span.extend(fit.W) + fit.complement) * factor
         self.components_ = components.astype(dtype, copy=False)
         self.n_components_ = self.components_.shape[0]
         self.distortion_ = fit.distortion
@@ -392,7 +380,7 @@ class LearnedJLTransformer(
             self.inverse_components_ = self._compute_inverse_components()
         return self
 
-    def _fit_dimension(self, basis, pairs, k, seed, curvature_tol):
+    def _fit_dimension(self, span, pairs, k, seed, curvature_tol):
         """Learn a ``k``-dimensional map: the sharpness stages, then the polish.
 
         Returns the final stage's end point (polished, if that lowers the
@@ -404,11 +392,11 @@ class LearnedJLTransformer(
         rank = pairs.X.shape[1]
         pairs.reset(k)
         derandomized = self.algorithm == "derandomized"
-        start = rng.standard_normal((k, basis.shape[0])) / np.sqrt(k)
+        start = rng.standard_normal((k, self.n_features_in_)) / np.sqrt(k)
         # M is the map restricted to the span, in the basis' coordinates; the
         # start's action on the orthogonal complement is kept for new points.
-        M = start @ basis
-        complement = start - M @ basis.T
+        M = span.restrict(start)
+        complement = start - span.extend(M)
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
@@ -484,9 +472,7 @@ class LearnedJLTransformer(
                 certificate=certificate,
             )
             if self.polish:
-                W, polished, _ = polish_minimax(
-                    pairs, M, max_constraints=POLISH_CONSTRAINTS, verbose=self.verbose
-                )
+                W, polished, _ = polish_minimax(pairs, M, verbose=self.verbose)
                 if polished < best.distortion:
                     r_min, r_max = pairs.extremes(W)
                     best = best._replace(
@@ -506,13 +492,13 @@ class LearnedJLTransformer(
             )
         return best._replace(initial_distortion=initial, n_iter=n_iter_total)
 
-    def _search_dimension(self, basis, pairs, seed, curvature_tol):
+    def _search_dimension(self, span, pairs, seed, curvature_tol):
         """Smallest ``k`` whose learned map reaches ``eps``: doubling, bisection."""
         cache = {}
 
         def fit_k(k):
             if k not in cache:
-                cache[k] = self._fit_dimension(basis, pairs, k, seed, curvature_tol)
+                cache[k] = self._fit_dimension(span, pairs, k, seed, curvature_tol)
                 if self.verbose:
                     print(
                         f"[LearnedJLTransformer] n_components={k}: distortion "

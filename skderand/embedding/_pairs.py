@@ -26,16 +26,90 @@ STORE_BYTES_32 = 1 << 30
 BLOCK_ELEMENTS = 1 << 22
 
 
-def span_basis(Xc):
-    """Orthonormal basis (columns) of the row space of the centred data."""
-    _, sv, Vt = linalg.svd(Xc, full_matrices=False, check_finite=False)
-    tol = sv.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
-    # At least one direction, so that constant data still has a (trivial) map.
-    rank = max(1, int(np.sum(sv > tol)))
-    return Vt[:rank].T
+# Sparse input with more stored-as-dense elements than this is never densified
+# whole: the span comes from the Gram matrix of its rows (see _Span) when that
+# is smaller than the dense matrix. 2**22 float64 numbers are 32 MiB.
+SPARSE_DENSIFY_ELEMENTS = 1 << 22
 
 
-def exact_sq_dists(X, rows, cols, chunk=1 << 20):
+class _Span:
+    """The centred, rescaled training data in orthonormal coordinates of its span.
+
+    Pairwise distances only see a linear map on the row space of the centred
+    data, so the fit optimizes the map there: ``coords`` (n_samples, rank) are
+    the data's coordinates in an orthonormal basis ``V`` (n_features, rank) of
+    that space, ``restrict(A) = A @ V`` and ``extend(W) = W @ V.T``.
+
+    Dense input (and small sparse input, densified): ``V`` from the SVD of the
+    centred data. Large sparse input with fewer rows than columns: ``V`` is never
+    formed. With ``K = Xc Xc^T = U diag(lam) U^T`` (from sparse products),
+    ``V = Xc^T U diag(lam)^(-1/2)``, so the coordinates are ``U diag(lam)^(1/2)``
+    and both maps go through sparse products with ``X``; memory is ``O(n^2 +
+    nnz)``, not ``O(n * d)``. Directions with ``lam`` below ``max(n, d) * eps``
+    of the largest (singular values below about ``1e-7`` of the largest) carry
+    squared distances below round-off and are dropped.
+
+    Ratios of distances do not depend on the data's scale; the coordinates are
+    divided by ``scale`` so that squared distances neither underflow nor overflow.
+    """
+
+    def __init__(self, X):
+        n, d = X.shape
+        self.sparse = sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
+        if not self.sparse:
+            Xd = X.toarray() if sparse.issparse(X) else X
+            # C order: the same BLAS paths (hence bit-identical fits) for every
+            # layout.
+            Xc = np.ascontiguousarray(Xd, dtype=np.float64)
+            # Distances do not depend on the origin; centring keeps the
+            # Gram-matrix form of the squared distances accurate.
+            Xc = Xc - Xc.mean(axis=0)
+            scale = np.abs(Xc).max()
+            if scale > 0:
+                Xc /= scale
+            _, sv, Vt = linalg.svd(Xc, full_matrices=False, check_finite=False)
+            tol = sv.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
+            # At least one direction, so that constant data still has a map.
+            rank = max(1, int(np.sum(sv > tol)))
+            self.basis = Vt[:rank].T
+            self.coords = Xc @ self.basis
+            return
+        self.X = sparse.csr_array(X, dtype=np.float64)
+        self.mean = np.asarray(self.X.mean(axis=0)).ravel()
+        Xm = self.X @ self.mean
+        gram = (self.X @ self.X.T).toarray()
+        # Centring: (X - 1 m^T)(X - 1 m^T)^T.
+        gram -= Xm[:, None] + Xm[None, :] - self.mean @ self.mean
+        lam, U = linalg.eigh(gram, check_finite=False)
+        lam, U = lam[::-1], U[:, ::-1]
+        tol = max(lam[0], 0.0) * max(n, d) * np.finfo(np.float64).eps
+        rank = max(1, int(np.sum(lam > tol)))
+        self.lam = np.maximum(lam[:rank], np.finfo(np.float64).tiny)
+        self.U = U[:, :rank]
+        coords = self.U * np.sqrt(self.lam)
+        scale = np.abs(coords).max()
+        self.coords = coords / scale if scale > 0 else coords
+
+    def _centred_product(self, A):
+        """``Xc @ A.T`` for a dense ``A`` of shape (k, n_features)."""
+        return self.X @ A.T - (A @ self.mean)[None, :]
+
+    def restrict(self, A):
+        """``A @ V``: a map on the input space restricted to the span."""
+        if not self.sparse:
+            return A @ self.basis
+        return (self._centred_product(A).T @ self.U) / np.sqrt(self.lam)
+
+    def extend(self, W):
+        """``W @ V.T``: a map on the span as a map on the input space."""
+        if not self.sparse:
+            return W @ self.basis.T
+        B = (W / np.sqrt(self.lam)) @ self.U.T
+        # B @ Xc = B @ X - (B 1) m^T, through the sparse X^T.
+        return (self.X.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
+
+
+def exact_sq_dists(X, rows, cols, chunk=1 << 18):
     """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation).
 
     Each chunk's difference matrix holds about ``chunk`` numbers.
@@ -314,13 +388,23 @@ class _GramObjective(_PairObjective):
         return value, np.append(grad_M.ravel(), d_sigma)
 
 
+# Terms more than SOFTMAX_CUTOFF below the largest of a log-sum-exp weigh less
+# than exp(-50) = 2e-22 of it each: even a billion of them change the sum by
+# less than float64 round-off, so they are left out of the exponential (which,
+# at high sharpness, spends its time on underflowing arguments).
+SOFTMAX_CUTOFF = 50.0
+
+
 def _soft_extremes(upper, lower):
     """``LSE(upper) + LSE(lower)`` and both soft-max weight vectors, one exp each."""
     out = []
     for t in (upper, lower):
         top = t.max()
-        e = np.exp(t - top)
-        total = e.sum()
+        shifted = t - top
+        near = np.flatnonzero(shifted > -SOFTMAX_CUTOFF)
+        e = np.zeros_like(t)
+        e[near] = np.exp(shifted[near])
+        total = e[near].sum()
         out.append((top + np.log(total), e / total))
     (lse_u, pi_u), (lse_l, pi_l) = out
     return lse_u + lse_l, pi_u, pi_l
