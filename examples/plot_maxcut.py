@@ -23,16 +23,14 @@ large enough; the final cut sits far to the right of the distribution of GW cuts
 # -------------------------------
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy import sparse
 
 from skderand import DeterministicMaxCut
+from skderand.maxcut import erdos_renyi_graph
 from skderand.maxcut._local_search import cut_value
 
-rng = np.random.default_rng(0)
 n = 300
-upper = sparse.triu(sparse.random(n, n, density=0.05, random_state=rng), k=1)
-upper.data = rng.choice([-1.0, 1.0], size=upper.nnz)
-A = (upper + upper.T).tocsr()
+A = erdos_renyi_graph(n, 0.05, signed=True, random_state=0)
+rng = np.random.default_rng(0)  # the random hyperplanes of the comparison below
 print(f"{n} vertices, {A.nnz // 2} edges")
 
 # %%

@@ -1,6 +1,7 @@
-"""Weighted graphs for MAXCUT benchmarks beyond Gset's random graphs.
+"""Weighted graphs for MAXCUT benchmarks.
 
-Three kinds whose hardness differs from Erdos-Renyi graphs: 2-D toroidal grids
+Erdos-Renyi random graphs with +1 or +-1 weights (the kind of Gset's G1-G13),
+and three kinds whose hardness differs from them: 2-D toroidal grids
 (with +-1 weights, the Ising spin glass of Gset's G48-G50 and G57-G62), planar
 graphs (Delaunay triangulations of random points, with +1 or +-1 weights) and
 sparse random regular graphs. Each returns the symmetric CSR adjacency.
@@ -11,13 +12,74 @@ import numpy as np
 from skderand._random import seeded_generator
 from skderand.maxcut._graph_io import _edges_to_adjacency
 
-__all__ = ["delaunay_graph", "random_regular_graph", "toroidal_grid_graph"]
+__all__ = [
+    "delaunay_graph",
+    "erdos_renyi_graph",
+    "random_regular_graph",
+    "toroidal_grid_graph",
+]
 
 
 def _weights(n_edges, signed, rng):
     if signed:
         return np.where(rng.random(n_edges) < 0.5, -1.0, 1.0)
     return np.ones(n_edges)
+
+
+def erdos_renyi_graph(n_vertices, density, *, signed=False, random_state=None):
+    """A random graph: each of the ``n (n - 1) / 2`` pairs is an edge with
+    probability ``density``, independently.
+
+    Gset's G1-G5 are such graphs with weights 1 and G6-G13 (and their larger
+    relatives) with weights +-1.
+
+    Parameters
+    ----------
+    n_vertices : int
+        Number of vertices, at least 2.
+    density : float in [0, 1]
+        Probability of each edge.
+    signed : bool, default=False
+        Weights +-1 with equal probability instead of 1.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the edges and the signs.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_matrix of shape (n_vertices, n_vertices)
+
+    Examples
+    --------
+    >>> from skderand.maxcut import erdos_renyi_graph
+    >>> A = erdos_renyi_graph(200, 0.05, signed=True, random_state=0)
+    >>> A.shape, 900 < A.nnz // 2 < 1100, sorted(set(A.data.tolist()))
+    ((200, 200), True, [-1.0, 1.0])
+    """
+    if not 2 <= n_vertices:
+        raise ValueError(f"A graph needs n_vertices >= 2; got {n_vertices}.")
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density must be in [0, 1]; got {density}.")
+    rng = seeded_generator(random_state)
+    n_pairs = n_vertices * (n_vertices - 1) // 2
+    n_edges = int(rng.binomial(n_pairs, density))
+    # Pairs by their index k in the row-major upper triangle; numpy draws a
+    # small sample of a huge range without materializing the range.
+    k = np.sort(rng.choice(n_pairs, size=n_edges, replace=False))
+    # Row i of the triangle starts at offset(i) = i (2 n - i - 1) / 2: invert
+    # that quadratic in floating point, then correct a rounding off-by-one with
+    # exact integers.
+    rows = np.floor(
+        (2 * n_vertices - 1 - np.sqrt((2 * n_vertices - 1) ** 2 - 8.0 * k)) / 2
+    ).astype(np.int64)
+
+    def offset(i):
+        return i * (2 * n_vertices - i - 1) // 2
+
+    rows -= offset(rows) > k
+    rows += offset(rows + 1) <= k
+    cols = k - offset(rows) + rows + 1
+    weights = _weights(n_edges, signed, rng)
+    return _edges_to_adjacency(n_vertices, rows, cols, weights)
 
 
 def toroidal_grid_graph(n_rows, n_cols, *, signed=True, random_state=None):
