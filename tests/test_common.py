@@ -160,6 +160,8 @@ def test_uncertified_fit_warns_once_in_the_estimators_terms(cls):
     assert len(convergence) == 1, [str(w.message) for w in convergence]
     message = str(convergence[0].message)
     assert cls.__name__ in message and "gradient norm" in message
+    # It points at the user's call of fit, not inside the package.
+    assert convergence[0].filename == __file__
 
 
 def test_degenerate_problems_report_the_trivial_certificate_alike():
