@@ -74,8 +74,13 @@ class LearnedJLTransformer(
     n_components : int or "auto", default="auto"
         Dimension of the embedding. ``"auto"`` selects the smallest dimension,
         at most ``n_features``, whose learned map reaches distortion ``eps`` on
-        the training pairs (a doubling then bisection search over the
-        dimension). Unlike ``GaussianRandomProjection``, ``"auto"`` never fails:
+        the training pairs: a growth then bisection search over the
+        dimension, where a failing candidate proposes the next one from a
+        distortion falling as ``1 / sqrt(k)`` (at most doubling), and a
+        candidate whose first sharpness stage ends above 2.5 ``eps`` is
+        declared failing without its later stages (a heuristic: on the
+        benchmark sets the final distortion was never below 0.45 of the first
+        stage's). Unlike ``GaussianRandomProjection``, ``"auto"`` never fails:
         at a dimension equal to the rank of the centred data an exact isometry
         of the data exists and is returned.
     eps : float, default=0.1
@@ -380,13 +385,17 @@ class LearnedJLTransformer(
             self.inverse_components_ = self._compute_inverse_components()
         return self
 
-    def _fit_dimension(self, span, pairs, k, seed, curvature_tol):
+    def _fit_dimension(self, span, pairs, k, seed, curvature_tol, give_up_above=None):
         """Learn a ``k``-dimensional map: the sharpness stages, then the polish.
 
         Returns the final stage's end point (polished, if that lowers the
         all-pairs distortion) with the final stage's certificate, or the start
         with its own certificate on the final surrogate if the final stage did
         not improve on it.
+
+        For the dimension search, a fit whose first stage ends above
+        ``give_up_above`` stops there, uncertified (``certificate`` is then
+        ``False``: such a fit only says "fails").
         """
         rng = np.random.RandomState(seed)
         rank = pairs.X.shape[1]
@@ -461,6 +470,16 @@ class LearnedJLTransformer(
                     f"{n_iter} iterations, active set {pairs.rows.size} pairs",
                     flush=True,
                 )
+            if give_up_above is not None and not final and distortion > give_up_above:
+                return best._replace(
+                    W=M,
+                    distortion=distortion,
+                    r_min=r_min,
+                    r_max=r_max,
+                    sigma=sigma,
+                    n_iter=n_iter_total,
+                    certificate=False,
+                )
         # Ties go to the final (sharper, certified) stage.
         if distortion <= best.distortion:
             best = best._replace(
@@ -493,16 +512,40 @@ class LearnedJLTransformer(
         return best._replace(initial_distortion=initial, n_iter=n_iter_total)
 
     def _search_dimension(self, span, pairs, seed, curvature_tol):
-        """Smallest ``k`` whose learned map reaches ``eps``: doubling, bisection."""
+        """Smallest ``k`` whose learned map reaches ``eps``.
+
+        Growth, then bisection. While the candidates fail, the next one is the
+        dimension at which a distortion falling as ``1 / sqrt(k)`` (as a random
+        projection's does) would reach ``eps``, at least ``k + 1`` and at most
+        ``2 k``; a candidate whose first stage ends above ``GIVE_UP_FACTOR *
+        eps`` is declared failing there. Then bisection between the largest
+        failing and the smallest succeeding dimension. (Starting a candidate
+        from its succeeding neighbour's top directions, with the last two
+        stages only, cost more iterations than a fresh start on the benchmark's
+        Gaussian set: the truncated map is far from stationary at high
+        sharpness.)
+        """
         cache = {}
 
         def fit_k(k):
             if k not in cache:
-                cache[k] = self._fit_dimension(span, pairs, k, seed, curvature_tol)
+                cache[k] = self._fit_dimension(
+                    span,
+                    pairs,
+                    k,
+                    seed,
+                    curvature_tol,
+                    give_up_above=GIVE_UP_FACTOR * self.eps,
+                )
                 if self.verbose:
                     print(
                         f"[LearnedJLTransformer] n_components={k}: distortion "
-                        f"{cache[k].distortion:.4f} (eps={self.eps})",
+                        f"{cache[k].distortion:.4f} (eps={self.eps})"
+                        + (
+                            ", stopped after its first stage"
+                            if cache[k].certificate is False
+                            else ""
+                        ),
                         flush=True,
                     )
             return cache[k]
@@ -513,11 +556,13 @@ class LearnedJLTransformer(
         lo, hi = 0, k_max  # the dimension lo fails (0 trivially), hi succeeds
         k = 1
         while k < k_max:
-            if fit_k(k).distortion <= self.eps:
+            fit = fit_k(k)
+            if fit.distortion <= self.eps:
                 hi = k
                 break
             lo = k
-            k *= 2
+            predicted = int(np.ceil(k * (fit.distortion / self.eps) ** 2))
+            k = min(max(k + 1, predicted), 2 * k, k_max)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if fit_k(mid).distortion <= self.eps:
@@ -586,6 +631,13 @@ class LearnedJLTransformer(
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+# The dimension search. A candidate whose first (bluntest) stage ends above
+# GIVE_UP_FACTOR * eps is declared failing: on the benchmark sets the final
+# distortion was never below 0.45 of the first stage's (digits: 0.275 after
+# 0.566), so 2.5 leaves a margin.
+GIVE_UP_FACTOR = 2.5
 
 
 class _Fit(NamedTuple):
