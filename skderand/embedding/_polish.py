@@ -42,8 +42,8 @@ from skderand.embedding._active import _scale_free
 POLISH_PAIRS = 64
 # Steps of one polish, and rounds of (steps on the active set, blocked pass over
 # all pairs, add the pairs that overtake the extremes).
-POLISH_STEPS = 100
-POLISH_ROUNDS = 4
+POLISH_STEPS = 40
+POLISH_ROUNDS = 2
 # Acceptance of a step: the true decrease must reach this share of the model's.
 ACCEPT = 0.1
 # Stop when the model predicts a decrease of F below this (log units: about
