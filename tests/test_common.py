@@ -7,12 +7,10 @@ behind the ``slow`` marker, since it repeats the same checks.
 """
 
 import inspect
-import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import (
     check_estimator,
     check_param_validation,
@@ -115,7 +113,8 @@ def test_check_estimator_entry_point(estimator):
 
 # One certificate contract (issue 11): every estimator takes the same solver
 # parameters and exposes the same fitted certificate, with ``certified_`` true
-# exactly when both tolerances hold.
+# exactly when both tolerances hold. (tests/test_convergence.py sweeps budgets
+# and checks the one ConvergenceWarning.)
 SOLVER_PARAMS = {"tol", "curvature_tol", "max_iter", "random_state", "verbose"}
 CERTIFICATE = ("grad_norm_", "min_hessian_eig_", "curvature_tol_", "n_iter_")
 
@@ -144,24 +143,6 @@ def test_every_estimator_reports_the_same_certificate(cls):
     assert est.curvature_tol_ >= 0 and est.n_iter_ >= 0
     holds = est.grad_norm_ <= est.tol and est.min_hessian_eig_ >= -est.curvature_tol_
     assert est.certified_ is holds
-
-
-@pytest.mark.parametrize("cls", _public_estimators(), ids=lambda c: c.__name__)
-def test_uncertified_fit_warns_once_in_the_estimators_terms(cls):
-    # A tolerance no fit can meet: certified_ is False and exactly one
-    # ConvergenceWarning, naming the estimator, says so.
-    est, data = _small_problem(cls)
-    est.set_params(tol=1e-300, max_iter=2)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        est.fit(*data)
-    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
-    assert not est.certified_
-    assert len(convergence) == 1, [str(w.message) for w in convergence]
-    message = str(convergence[0].message)
-    assert cls.__name__ in message and "gradient norm" in message
-    # It points at the user's call of fit, not inside the package.
-    assert convergence[0].filename == __file__
 
 
 def test_degenerate_problems_report_the_trivial_certificate_alike():
