@@ -332,24 +332,40 @@ def test_more_sweeps_and_replicas_find_better_cuts():
     assert total(200, 16) > total(200, 1)
 
 
-def test_sdp_rank_grows_until_the_bound_is_tight():
+@pytest.mark.parametrize("seed", range(2))
+def test_sdp_rank_grows_until_the_bound_is_tight(seed):
     # n > 200: the sparse eigensolver path. The rank starts at 8 and doubles
-    # until the bound's eigenvalue correction n max(0, -lambda_min) is at most
-    # 2e-4 of the bound, checked here with a dense eigensolver.
+    # while the bound's eigenvalue correction n max(0, -lambda_min) exceeds
+    # 2e-4 of the bound and the previous doubling at least halved it; the last
+    # correction is checked here with a dense eigensolver.
+    from skderand.maxcut._annealing import greedy_colouring
+    from skderand.maxcut._sdp import solve_sdp_adaptive
+
     n = 400
-    A = sparse.csr_matrix(gnp(n, 0.1, 0))
-    mc = fit(A, local_search=None)
-    ranks = mc.sdp_ranks_
+    A = sparse.csr_matrix(gnp(n, 0.1, seed))
     cap = _maxcut._sdp_rank(n)
+    V, bound, ranks, corrections = solve_sdp_adaptive(
+        A, np.random.default_rng(seed), classes=greedy_colouring(A), max_rank=cap
+    )
     assert ranks[0] == 8 and len(ranks) >= 2
-    np.testing.assert_array_equal(ranks[1:], np.minimum(2 * ranks[:-1], cap))
-    V = mc.sdp_vectors_
-    assert V.shape[1] == ranks[-1]
+    np.testing.assert_array_equal(ranks[1:], np.minimum(2 * np.array(ranks[:-1]), cap))
+    for k in range(len(ranks) - 1):  # every doubling was asked for
+        assert corrections[k] > 2e-4 * bound
+        assert k == 0 or corrections[k] <= 0.5 * corrections[k - 1]
+    # ... and the last rank stops for one of the three reasons.
+    assert (
+        corrections[-1] <= 2e-4 * bound
+        or ranks[-1] == cap
+        or corrections[-1] > 0.5 * corrections[-2]
+    )
+    assert V.shape == (n, ranks[-1])
     L = np.diag(A.toarray().sum(axis=1)) - A.toarray()
     y = np.einsum("ij,ij->i", V, L @ V) / 4
     correction = n * max(0.0, -np.linalg.eigvalsh(np.diag(y) - L / 4)[0])
-    assert mc.upper_bound_ >= y.sum() + correction - 1e-6
-    assert correction <= 2e-4 * mc.upper_bound_ or ranks[-1] == cap
+    assert bound >= y.sum() + correction - 1e-6
+    assert corrections[-1] == pytest.approx(correction, rel=1e-3, abs=1e-6)
+    # The bound is tight to 1% of the SDP value here.
+    assert bound <= 1.01 * (A.sum() / 2 - np.einsum("ij,ij->", V, A @ V) / 2) / 2
 
 
 # ------------------------------------------------------------- parameters
@@ -459,7 +475,7 @@ def test_n_tabu_moves_budget():
 
 @pytest.mark.parametrize(
     "n, params, sweeps",
-    [(60, {}, 100), (150, {}, 150), (60, {"n_sweeps": 7, "n_replicas": 3}, 7)],
+    [(20, {}, 100), (150, {}, 600), (60, {"n_sweeps": 7, "n_replicas": 3}, 7)],
 )
 def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, sweeps):
     A = sparse.csr_matrix(gnp(n, 0.15, 0, signed=True))
@@ -472,9 +488,32 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
     assert len(stage_lines) == mc.n_stages_
     annealing = [line for line in lines if "annealing" in line]
     assert len(annealing) == 1
+    # "auto": 16 replicas and 4 sweeps per vertex (at least 100) below 5,000
+    # vertices.
     replicas = params.get("n_replicas", 16)
     assert f"{replicas} replicas x {sweeps} sweeps" in annealing[0]
     np.testing.assert_array_equal(quiet.labels_, mc.labels_)  # printing only
+
+
+@pytest.mark.parametrize(
+    "n, expected",
+    [
+        (20, (100, 16)),
+        (300, (1200, 16)),
+        (800, (2000, 16)),
+        (5_000, (2000, 16)),
+        (5_001, (10_000, 1)),
+        (10_000, (10_000, 1)),
+        (20_000, (5_000, 1)),
+        (100_000, (5_000, 1)),
+    ],
+)
+def test_auto_annealing_budget(n, expected):
+    # Several replicas with 4 sweeps per vertex on small graphs; one longer
+    # chain (10**8 / n sweeps, between 5,000 and 10,000) on large ones; an
+    # explicit value is kept as is.
+    assert _maxcut._annealing_budget(n, "auto", "auto") == expected
+    assert _maxcut._annealing_budget(n, 7, 3) == (7, 3)
 
 
 def test_verbose_2_adds_the_solver_progress(capsys):
@@ -566,21 +605,66 @@ def test_separation_gradient_matches_finite_differences():
         np.testing.assert_allclose(analytic, (plus - minus) / (2 * step), atol=1e-7)
 
 
+def _mixing(A, rank, rng, max_sweeps, tol=0.0):
+    from skderand.maxcut._sdp import MixingSolver
+
+    solver = MixingSolver(A, greedy_colouring(A))
+    return solver.solve(
+        rng.standard_normal((A.shape[0], rank)), tol=tol, max_sweeps=max_sweeps
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixing_sweeps_never_increase_the_objective(seed):
+    # Each class update is an exact coordinate minimization of sum w_ij v_i.v_j:
+    # the objective falls monotonically, the rows stay unit vectors, and at the
+    # end each v_i is (to the tolerance) -g_i / |g_i|, the fixed point.
+    A = sparse.csr_matrix(gnp(120, 0.1, seed, signed=seed == 1))
+    values = []
+    for sweeps in (1, 2, 5, 20, 200):
+        V, done = _mixing(A, 6, np.random.default_rng(seed), sweeps)
+        assert done == sweeps
+        np.testing.assert_allclose(np.linalg.norm(V, axis=1), 1.0, rtol=1e-12)
+        values.append(np.einsum("ij,ij->", V, A @ V))
+    assert all(b <= a + 1e-9 for a, b in zip(values, values[1:], strict=False))
+    G = A @ V
+    np.testing.assert_allclose(V, -G / np.linalg.norm(G, axis=1)[:, None], atol=1e-3)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_dual_eigenvalue_is_a_lower_bound(seed):
     # n > 200 takes the sparse Lanczos path; compare with a dense eigensolver.
-    from skderand.maxcut._sdp import dual_upper_bound, solve_sdp
+    from skderand.maxcut._sdp import dual_upper_bound
 
     A = sparse.csr_matrix(gnp(260, 0.05, seed, signed=seed == 1))
     rng = np.random.default_rng(seed)
     # A deliberately inexact SDP solution: the bound must stay valid.
-    V, _ = solve_sdp(A, 8, rng, max_iter=5)
+    V, _ = _mixing(A, 8, rng, 5)
     bound, lam_low, y = dual_upper_bound(A, V, rng)
     L = np.diag(np.asarray(A.sum(axis=1)).ravel()) - A.toarray()
     lam_true = np.linalg.eigvalsh(np.diag(y) - L / 4)[0]
     assert lam_low <= lam_true + 1e-9
     assert lam_low >= lam_true - 1e-3 * max(1.0, abs(lam_true))
     assert bound == pytest.approx(y.sum() + 260 * max(0.0, -lam_low))
+
+
+def test_dual_bound_survives_arpack_failing(monkeypatch):
+    # Near an exact optimum ARPACK may not converge; the fallback Lanczos's Ritz
+    # value minus its residual must still be a lower bound on lambda_min.
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    from skderand.maxcut import _sdp
+
+    def failing_eigsh(*args, **kwargs):
+        raise ArpackNoConvergence("no convergence", np.empty(0), np.empty((0, 0)))
+
+    monkeypatch.setattr(_sdp, "eigsh", failing_eigsh)
+    A = sparse.csr_matrix(gnp(260, 0.05, 3))
+    V, _ = _mixing(A, 8, np.random.default_rng(3), 300, tol=1e-9)
+    bound, lam_low, y = _sdp.dual_upper_bound(A, V, np.random.default_rng(0))
+    L = np.diag(np.asarray(A.sum(axis=1)).ravel()) - A.toarray()
+    lam_true = np.linalg.eigvalsh(np.diag(y) - L / 4)[0]
+    assert lam_true - 1e-3 <= lam_low <= lam_true + 1e-9
 
 
 # ------------------------------------------------------------- bad inputs
@@ -777,6 +861,10 @@ def _check_gset(name):
     # The cut of the labels, recomputed independently of the library.
     assert mc.cut_value_ == labels_cut(A, mc.labels_)
     assert mc.certified_
+    # The cheaper rounding keeps the Goemans-Williamson guarantee: its cut is
+    # at least the exact expected cut of random-hyperplane rounding.
+    assert mc.rounded_cut_value_ >= mc.expected_gw_cut_
+    assert mc.cut_value_ >= mc.rounded_cut_value_
     return mc, best
 
 

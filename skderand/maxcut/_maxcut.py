@@ -37,18 +37,55 @@ __all__ = ["DeterministicMaxCut"]
 
 # Feature affinities that build a dense n x n matrix.
 _DENSE_AFFINITIES = ("euclidean", "rbf")
-# Annealing temperatures in units of the mean absolute edge weight. The start is
-# hot enough to accept a loss of 2 (one unit edge turning uncut on each side of
-# a flip) with probability exp(-1), so replicas leave the rounded cut's local
-# optimum, yet cold enough not to forget its structure; at the end such a loss
-# is accepted with probability exp(-10), a near descent. Chosen on eight Gset
-# graphs (mean ratio to best-known 0.9985 against 0.9970 for an end at 0.1).
-_ANNEALING_TEMPERATURES = (2.0, 0.2)
-# n_sweeps="auto": 1000 sweeps reach a mean 0.999 of the best-known cuts on the
-# Gset graphs (800-2000 vertices); smaller graphs get one sweep per vertex, at
-# least 100.
-_AUTO_SWEEPS_MAX = 1000
+# Annealing temperatures in units of the mean absolute edge weight. The start
+# accepts a loss of 2 (one unit edge turning uncut on each side of a flip) with
+# probability exp(-2/3): hot enough that the chains leave the rounded cut's
+# basin and explore; the end accepts it with probability exp(-20), a descent.
+# Chosen on eight Gset graphs (G1, G7, G11, G12, G14, G19, G22, G43) at 2,000
+# sweeps x 8 replicas: mean ratio to best-known 0.9991, against 0.9971 for
+# (2.0, 0.2) and 0.9987 for (4.0, 0.1).
+_ANNEALING_TEMPERATURES = (3.0, 0.1)
+# n_replicas="auto": up to this many vertices, _AUTO_REPLICAS_SMALL replicas,
+# beyond it one. On small graphs Python's overhead per colour class dominates,
+# so one sparse product serves 16 replicas for a few times the cost of one
+# (G11, G12, G14 and G19 at 2,000 sweeps: the cuts sum to 5,086 with 32
+# replicas for both seeds tried, 5,081 and 5,078 with 8, in 2.5 times less
+# time; 16 is the compromise);
+# on large graphs the product's cost is proportional to the replicas and one
+# longer chain finds better cuts in the same time (torus 100 x 100: 2,000
+# sweeps of one chain 6,884 in 0.43 s; 500 sweeps of four 6,845 in 0.31 s).
+_AUTO_REPLICAS_MAX_N = 5_000
+_AUTO_REPLICAS_SMALL = 16
+# n_sweeps="auto" with several replicas: 4 sweeps per vertex, between 100 and
+# 2,000 (2,000 x 16 replicas reach the best-known cut of the toroidal G11 and
+# G12 for each of three seeds, 1,600 for two of three; smaller graphs settle
+# sooner, and on dense small graphs, one vertex per colour class, a sweep costs
+# a Python step per vertex).
 _AUTO_SWEEPS_MIN = 100
+_AUTO_SWEEPS_MAX = 2_000
+# ... with one replica: _AUTO_SWEEPS_WORK / n sweeps, between 5,000 and 10,000
+# (about a second per 10,000 vertices; 5,000 sweeps at n = 100,000 beat
+# dwave-samplers' default annealing, 1,000 sweeps, on the 3-regular and
+# toroidal graphs).
+_AUTO_SWEEPS_WORK = 100_000_000
+_AUTO_SWEEPS_LONG_MIN = 5_000
+_AUTO_SWEEPS_LONG_MAX = 10_000
+
+
+def _annealing_budget(n_vertices, n_sweeps, n_replicas):
+    """``(n_sweeps, n_replicas)`` with the "auto" values resolved."""
+    if n_replicas == "auto":
+        n_replicas = _AUTO_REPLICAS_SMALL if n_vertices <= _AUTO_REPLICAS_MAX_N else 1
+    if n_sweeps == "auto":
+        if n_vertices <= _AUTO_REPLICAS_MAX_N:
+            n_sweeps = min(_AUTO_SWEEPS_MAX, max(_AUTO_SWEEPS_MIN, 4 * n_vertices))
+        else:
+            n_sweeps = min(
+                _AUTO_SWEEPS_LONG_MAX,
+                max(_AUTO_SWEEPS_LONG_MIN, _AUTO_SWEEPS_WORK // n_vertices),
+            )
+    return n_sweeps, n_replicas
+
 
 # Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
 # stays valid at any rank.
@@ -60,12 +97,25 @@ _MAX_SDP_RANK = 100
 _V_TOL = 1e-3
 
 
-def _sdp_rank(n_active):
-    """Burer-Monteiro rank: ``r ~ sqrt(2 n)`` rules out spurious local optima.
+# ... and at most this many entries in V (4 MiB): on large sparse graphs the
+# bound's slack comes from the solver's accuracy, not the rank (at n = 100,000
+# rank 16 lowered it by 0.02% against rank 8, for twice the cost per sweep).
+_MAX_SDP_ENTRIES = 2**19
 
-    (Boumal, Voroninski and Bandeira), capped at ``_MAX_SDP_RANK``.
+
+def _sdp_rank(n_active):
+    """Largest Burer-Monteiro rank tried.
+
+    ``r ~ sqrt(2 n)`` rules out spurious local optima (Boumal, Voroninski and
+    Bandeira); capped at ``_MAX_SDP_RANK`` and at ``_MAX_SDP_ENTRIES / n``
+    (at least 8, the first rank tried).
     """
-    return min(n_active, int(np.ceil(np.sqrt(2 * n_active))) + 1, _MAX_SDP_RANK)
+    return min(
+        n_active,
+        int(np.ceil(np.sqrt(2 * n_active))) + 1,
+        _MAX_SDP_RANK,
+        max(8, _MAX_SDP_ENTRIES // n_active),
+    )
 
 
 def _fit_memory_bytes(n_vertices, n_entries):
@@ -155,14 +205,14 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     tau : float, default=0.1
         Standard deviation of the Gaussian noise that smooths the sign in the
         rounding objective (see Notes).
-    alpha : float, default=1e-3
+    alpha : float, default=0.1
         Penalty weight ``alpha`` on ``||V||_F**2`` in the first stage of the
         rounding, relative to the mean absolute edge weight.
     alpha_growth : float, default=3.0
         Factor by which ``alpha`` grows from one stage to the next.
     max_stages : int, default=20
         Largest number of ``alpha`` stages.
-    max_iter : int, default=150
+    max_iter : int, default=30
         Largest number of L-BFGS iterations per stage, and of the final
         certified solve.
     tol : float, default=1e-3
@@ -176,7 +226,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         negated rounding objective (same units as ``tol``) to be at least
         ``-curvature_tol``. ``None`` means ``sqrt(tol)``, as in
         :func:`~skderand.optimize.minimize_sosp`.
-    rounding_rank : int, default=6
+    rounding_rank : int, default=3
         Columns of ``V`` in the rounding: the SDP vectors are projected on their
         leading principal directions (and renormalized), which keeps each
         evaluation cheap. ``None`` keeps the full SDP rank.
@@ -198,12 +248,16 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Budget of ``local_search="annealing"``: sweeps over all vertices, each
         offering every vertex one flip in every replica. A count of moves, not a
         time, so that the cut does not depend on the machine. ``"auto"`` means
-        ``min(1000, max(100, n_vertices))``: chains on small graphs settle in
-        fewer sweeps, and on dense small graphs (one vertex per colour class) a
-        sweep costs a Python step per vertex.
-    n_replicas : int, default=16
+        ``min(2000, max(100, 4 * n_vertices))`` up to 5,000 vertices (chains on
+        small graphs settle in fewer sweeps, and on dense small graphs, one
+        vertex per colour class, a sweep costs a Python step per vertex), and
+        ``min(10000, max(5000, 10**8 // n_vertices))`` beyond.
+    n_replicas : int or "auto", default="auto"
         Independent annealing chains, run together as the columns of one sign
         matrix (one sparse product per colour class serves all of them).
+        ``"auto"`` means 16 up to 5,000 vertices and 1 beyond, where the
+        product's cost grows with the replicas and one longer chain does
+        better in the same time.
     random_state : int, RandomState instance or None, default=0
         Seeds the SDP start, the perturbation of ``mu``, the certificate's
         Lanczos start, the annealing draws and the tabu tenures. The default is
@@ -236,8 +290,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         vertices).
     sdp_ranks_ : ndarray of int
         Burer-Monteiro ranks tried: the rank starts at 8 and doubles (at most
-        ``min(sqrt(2 n) + 1, 100)``) while the dual bound's eigenvalue
-        correction exceeds 2e-4 of the bound; the last is ``sdp_vectors_``'s.
+        ``min(sqrt(2 n) + 1, 100, 2**19 / n)``) while the dual bound's
+        eigenvalue correction exceeds 2e-4 of the bound and the previous
+        doubling at least halved it; the last is ``sdp_vectors_``'s.
     rounded_cut_value_ : float
         Cut of ``sign(mu)`` after the rounding, before the local search.
     grad_norm_ : float
@@ -310,7 +365,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     degree first) splits the vertices into classes that share no edge, so a whole
     class is offered flips at once through one sparse product, each flip accepted
     with the Metropolis probability ``min(1, exp(gain / T))``; ``T`` falls
-    geometrically from twice to a fifth of the mean absolute weight over
+    geometrically from three times to a tenth of the mean absolute weight over
     ``n_sweeps`` sweeps. The draws come from ``random_state``, so the cut is
     deterministic. The best cut seen (after every sweep, over all replicas, then
     made 1-flip optimal) is returned only if its exactly recomputed value is at
@@ -374,7 +429,10 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         "local_search": [StrOptions({"annealing", "tabu", "1-flip"}), None],
         "n_tabu_moves": [Interval(Integral, 0, None, closed="left"), None],
         "n_sweeps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "n_replicas": [Interval(Integral, 1, None, closed="left")],
+        "n_replicas": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -386,17 +444,17 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         gamma=1.0,
         n_neighbors=10,
         tau=0.1,
-        alpha=1e-3,
+        alpha=0.1,
         alpha_growth=3.0,
         max_stages=20,
-        max_iter=150,
+        max_iter=30,
         tol=1e-3,
         curvature_tol=None,
-        rounding_rank=6,
+        rounding_rank=3,
         local_search="annealing",
         n_tabu_moves=None,
         n_sweeps="auto",
-        n_replicas=16,
+        n_replicas="auto",
         random_state=0,
         verbose=0,
     ):
@@ -531,9 +589,14 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         n_act = active.size
         adjacency = symmetric_adjacency(n_act, rows, cols, weights)
 
-        V, bound, ranks = solve_sdp_adaptive(
+        t = time.perf_counter()
+        # One colouring serves the SDP's sweeps and the annealing's.
+        classes = greedy_colouring(adjacency)
+        timings["sdp"] += time.perf_counter() - t
+        V, bound, ranks, _ = solve_sdp_adaptive(
             adjacency,
             rng,
+            classes=classes,
             max_rank=_sdp_rank(n_act),
             timings=timings,
             verbose=self.verbose,
@@ -559,7 +622,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         elif self.local_search == "1-flip":
             spins, _ = one_flip(adjacency, spins)
         elif self.local_search == "annealing":
-            spins = self._anneal(adjacency, spins, rng)
+            spins = self._anneal(adjacency, spins, rng, classes)
         timings["local_search"] = time.perf_counter() - t
         if spins[0] < 0:
             spins = -spins
@@ -634,20 +697,19 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         )
         return mu
 
-    def _anneal(self, adjacency, spins, rng):
+    def _anneal(self, adjacency, spins, rng, classes):
         """Annealing from the 1-flip-optimal rounded cut; never returns less."""
         start, _ = one_flip(adjacency, spins)
-        n_sweeps = self.n_sweeps
-        if n_sweeps == "auto":
-            n_sweeps = min(_AUTO_SWEEPS_MAX, max(_AUTO_SWEEPS_MIN, spins.size))
+        n_sweeps, n_replicas = _annealing_budget(
+            spins.size, self.n_sweeps, self.n_replicas
+        )
         if n_sweeps == 0:
             return start
-        classes = greedy_colouring(adjacency)
         best, _ = anneal(
             adjacency,
             start,
             n_sweeps=n_sweeps,
-            n_replicas=self.n_replicas,
+            n_replicas=n_replicas,
             temperatures=_ANNEALING_TEMPERATURES,
             rng=rng,
             classes=classes,
@@ -659,7 +721,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         if self.verbose:
             print(
                 f"[DeterministicMaxCut] annealing: {len(classes)} colour classes, "
-                f"{self.n_replicas} replicas x {n_sweeps} sweeps; cut "
+                f"{n_replicas} replicas x {n_sweeps} sweeps; cut "
                 f"{start_cut:.6g} -> {max(start_cut, best_cut):.6g} (scaled weights)",
                 flush=True,
             )

@@ -2,9 +2,10 @@
 
 Primal (Goemans-Williamson): maximize ``sum_{ij} w_ij (1 - v_i . v_j) / 2`` over
 unit vectors ``v_i``. Burer and Monteiro's low-rank form keeps ``V`` as an
-``n x r`` matrix with ``r ~ sqrt(2 n)``; we write ``v_i = u_i / |u_i|`` and run
-L-BFGS on the unconstrained ``U``, so each evaluation is one sparse product
-``W V`` (``O(|E| r)``), never a dense ``n x n`` matrix.
+``n x r`` matrix with a small rank ``r``, raised only while the dual bound asks
+for it; it is solved by the mixing method, block-coordinate descent over the
+colour classes of the graph, so a sweep is a few sparse products ``W V``
+(``O(|E| r)``), never a dense ``n x n`` matrix.
 
 Dual: for every ``y``, ``OPT <= SDP <= sum(y) + n max(0, -lambda_min(Diag(y) - L/4))``
 with ``L`` the weighted Laplacian (weak duality with the feasible point
@@ -16,14 +17,24 @@ import time
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import minimize
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+from skderand.optimize._certificate import _lanczos_smallest
 
 # Up to this many vertices the dual matrix's smallest eigenvalue comes from a
 # dense eigensolver: exact to round-off, and at n = 200 (a 200 x 200 eigvalsh,
 # about 5 ms) cheaper than starting Lanczos, which would also need a Krylov
 # space of a sizeable fraction of n to be reliable there.
 _DENSE_EIGEN_MAX_N = 200
+# The rank doubles again only if the last doubling cut the bound's eigenvalue
+# term to at most this fraction of what it was.
+_RANK_PAYOFF = 0.5
+# ARPACK restarts (of a 40-vector Krylov space) before the fallback: converged
+# cases take a few dozen; the default (10 n) could spend minutes on a cluster.
+_EIGSH_MAX_RESTARTS = 100
+# Krylov vectors of the fallback Lanczos: 100 vectors of n floats (80 MB at
+# n = 100,000) and a residual small enough to cost the bound little.
+_FALLBACK_LANCZOS_ITER = 100
 
 
 def symmetric_adjacency(n, rows, cols, weights):
@@ -37,40 +48,68 @@ def symmetric_adjacency(n, rows, cols, weights):
     )
 
 
-def _normalize(U):
+def _normalize_rows(U):
     norms = np.linalg.norm(U, axis=1)
-    return U / norms[:, None], norms
+    # A zero row (a vertex whose neighbours' vectors cancel exactly) gets a
+    # fixed unit vector rather than a division by zero.
+    zero = norms == 0
+    if np.any(zero):
+        U = U.copy()
+        U[zero, 0], norms[zero] = 1.0, 1.0
+    return U / norms[:, None]
 
 
-def solve_sdp(adjacency, rank, rng, *, tol=1e-5, max_iter=3000, U0=None):
-    """Burer-Monteiro for ``min sum_ij w_ij v_i . v_j`` over unit rows ``v_i``.
+class MixingSolver:
+    """The Burer-Monteiro SDP by block-coordinate descent over colour classes.
 
-    Starts from ``U0`` (``n x rank``) if given, else from a Gaussian matrix.
-    Returns ``(V, n_iter)``.
+    Minimizes ``f(V) = sum_ij w_ij v_i . v_j`` over unit rows ``v_i`` by the
+    mixing method (Wang, Chang and Kolter, 2017): with the other rows fixed,
+    the best ``v_i`` is ``-g_i / |g_i|`` with ``g_i = sum_j w_ij v_j``, an exact
+    coordinate minimization, so ``f`` never increases. The vertices of one
+    colour class of a proper colouring share no edge, so the whole class is
+    updated at once from one sparse product ``W[class] @ V``: Python's overhead
+    is paid per class, and a sweep over all vertices costs ``O(|E| r)``.
+
+    Parameters
+    ----------
+    adjacency : scipy.sparse.csr_matrix of shape (n, n)
+        Symmetric weights, zero diagonal.
+    classes : list of ndarray
+        A proper colouring (:func:`~skderand.maxcut._annealing.greedy_colouring`).
     """
-    n = adjacency.shape[0]
-    scale = max(abs(adjacency).sum() / 2.0, 1e-300)
 
-    def fun(u):
-        U = u.reshape(n, rank)
-        V, norms = _normalize(U)
-        WV = adjacency @ V
-        value = 0.5 * np.einsum("ij,ij->", V, WV)
-        # Riemannian gradient of the sphere, divided by |u_i| (chain rule).
-        grad = (WV - np.einsum("ij,ij->i", V, WV)[:, None] * V) / norms[:, None]
-        return value / scale, grad.ravel() / scale
+    def __init__(self, adjacency, classes):
+        self.order = np.concatenate(classes)
+        self.bounds = np.cumsum([0] + [c.size for c in classes])
+        # Rows and columns renumbered class by class: each class is a
+        # contiguous block of rows, updated in place through a view.
+        self.W = adjacency[self.order][:, self.order].tocsr()
+        self.blocks = [
+            (a, b, self.W[a:b])
+            for a, b in zip(self.bounds[:-1], self.bounds[1:], strict=True)
+        ]
+        self.weight_scale = max(float(np.abs(self.W.data).sum()), 1e-300)
 
-    if U0 is None:
-        U0 = rng.standard_normal((n, rank))
-    res = minimize(
-        fun,
-        U0.ravel(),
-        jac=True,
-        method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol / n, "ftol": 1e-15},
-    )
-    V, _ = _normalize(res.x.reshape(n, rank))
-    return V, int(res.nit)
+    def solve(self, V0, *, tol, max_sweeps):
+        """Sweep from ``V0`` until ``f`` falls by at most ``tol`` per sweep.
+
+        ``tol`` is relative to ``sum_ij |w_ij|`` (so it means the same on every
+        scale of weights). Returns ``(V, n_sweeps)``.
+        """
+        X = _normalize_rows(V0[self.order])
+        previous = np.inf
+        n_sweeps = 0
+        while n_sweeps < max_sweeps:
+            for a, b, block in self.blocks:
+                X[a:b] = -_normalize_rows(block @ X)
+            n_sweeps += 1
+            value = float(np.einsum("ij,ij->", X, self.W @ X))
+            if previous - value <= tol * self.weight_scale:
+                break
+            previous = value
+        V = np.empty_like(X)
+        V[self.order] = X
+        return V, n_sweeps
 
 
 def sdp_objective(adjacency, V):
@@ -103,11 +142,27 @@ def dual_upper_bound(adjacency, V, rng):
         # One Ritz pair, a 40-vector Krylov space and a moderate tolerance: the
         # residual correction below makes the tolerance safe, and tighter settings
         # cost seconds on the cluster of eigenvalues near 0 that an SDP optimum has.
-        theta, vec = eigsh(
-            S, k=1, which="SA", v0=rng.standard_normal(n), ncv=min(n, 40), tol=1e-6
-        )
-        residual = np.linalg.norm(S @ vec[:, 0] - theta[0] * vec[:, 0])
-        lam_low = float(theta[0] - residual)
+        try:
+            theta, vec = eigsh(
+                S,
+                k=1,
+                which="SA",
+                v0=rng.standard_normal(n),
+                ncv=min(n, 40),
+                tol=1e-6,
+                maxiter=_EIGSH_MAX_RESTARTS,
+            )
+            theta, vec = float(theta[0]), vec[:, 0]
+        except ArpackNoConvergence:
+            # Near an exact SDP optimum the lowest eigenvalues cluster at 0 and
+            # ARPACK's restarts may not separate them. Lanczos without
+            # restarts (full reorthogonalization) always returns its best Ritz
+            # pair; its residual, subtracted below, pays for the inaccuracy.
+            theta, vec, _, _ = _lanczos_smallest(
+                S.dot, n, rng, max_iter=_FALLBACK_LANCZOS_ITER, rtol=1e-8
+            )
+        residual = np.linalg.norm(S @ vec - theta * vec)
+        lam_low = float(theta - residual)
     bound = float(np.sum(y) + n * max(0.0, -lam_low))
     return bound, lam_low, y
 
@@ -116,23 +171,33 @@ def solve_sdp_adaptive(
     adjacency,
     rng,
     *,
+    classes,
     max_rank,
     initial_rank=8,
     gap_rtol=2e-4,
+    tol=1e-7,
+    max_sweeps=300,
     timings=None,
     verbose=0,
 ):
-    """Burer-Monteiro with the rank raised only while the dual bound asks for it.
+    """The Burer-Monteiro SDP with the rank raised only while the bound asks for it.
 
-    Solves at ``initial_rank``, then computes the dual bound; its eigenvalue
-    term ``n max(0, -lambda_min)`` measures how far ``V`` is from a certified
-    optimum (it vanishes at a second-order critical point of a rank-deficient
-    solution, Boumal et al.). While that term exceeds ``gap_rtol`` times the
-    bound, the rank doubles (at most ``max_rank``) and the solver restarts from
-    ``V`` padded with small random columns, which leave the saddle. MAXCUT SDPs
-    usually need a rank far below ``sqrt(2 n)``.
+    Solves at ``initial_rank`` with :class:`MixingSolver`, then computes the dual
+    bound; its eigenvalue term ``n max(0, -lambda_min)`` measures how far ``V``
+    is from a certified optimum (it vanishes at a second-order critical point of
+    a rank-deficient solution, Boumal et al.). While that term exceeds
+    ``gap_rtol`` times the bound, and the previous doubling (if any) at least
+    halved it, the rank doubles (at most ``max_rank``) and the solver restarts
+    from ``V`` padded with small random columns, which leave the saddle.
+    MAXCUT SDPs usually need a rank far below ``sqrt(2 n)``.
 
-    Returns ``(V, bound, ranks)``; ``timings`` (a dict), if given, accumulates
+    Each solve stops when a sweep lowers the objective by at most ``tol`` times
+    ``sum |w_ij|``, or after ``max_sweeps`` sweeps: a count, not a time, so the
+    result does not depend on the machine. The bound is valid at any accuracy;
+    only its tightness depends on them.
+
+    Returns ``(V, bound, ranks, corrections)``, the last two per rank tried
+    (``corrections`` the eigenvalue terms); ``timings`` (a dict), if given, accumulates
     the seconds spent in ``"sdp"`` and ``"upper_bound"``; ``verbose`` prints a
     line per rank as it is done.
     """
@@ -140,30 +205,40 @@ def solve_sdp_adaptive(
     timings = {} if timings is None else timings
     for key in ("sdp", "upper_bound"):
         timings.setdefault(key, 0.0)
+    start = time.perf_counter()
+    solver = MixingSolver(adjacency, classes)
     rank = min(initial_rank, max_rank)
-    V, ranks = None, []
+    V0 = rng.standard_normal((n, rank))
+    ranks, corrections = [], []
+    previous_correction = np.inf
     while True:
-        start = time.perf_counter()
-        if V is None:
-            U0 = None
-        else:
-            # Small new columns: the start keeps V's value to first order.
-            pad = 1e-2 * rng.standard_normal((n, rank - V.shape[1]))
-            U0 = np.hstack([V, pad])
-        V, _ = solve_sdp(adjacency, rank, rng, U0=U0)
+        V, n_sweeps = solver.solve(V0, tol=tol, max_sweeps=max_sweeps)
         timings["sdp"] += time.perf_counter() - start
         start = time.perf_counter()
         bound, lam_low, _ = dual_upper_bound(adjacency, V, rng)
         timings["upper_bound"] += time.perf_counter() - start
         ranks.append(rank)
         correction = n * max(0.0, -lam_low)
+        corrections.append(correction)
         if verbose:
             print(
-                f"[DeterministicMaxCut] SDP rank {rank}: value "
+                f"[DeterministicMaxCut] SDP rank {rank}: {n_sweeps} sweeps, value "
                 f"{sdp_objective(adjacency, V):.6g}, bound {bound:.6g} (eigenvalue "
                 f"term {correction:.3g}; scaled weights)",
                 flush=True,
             )
-        if correction <= gap_rtol * abs(bound) or rank >= max_rank:
-            return V, bound, ranks
-        rank = min(2 * rank, max_rank)
+        if (
+            correction <= gap_rtol * abs(bound)
+            or rank >= max_rank
+            or correction > _RANK_PAYOFF * previous_correction
+        ):
+            # A doubling that did not halve the eigenvalue term shows that the
+            # term is the solver's inaccuracy at this budget of sweeps, not a
+            # missing dimension: more columns would only make sweeps dearer.
+            return V, bound, ranks, corrections
+        previous_correction = correction
+        start = time.perf_counter()
+        new_rank = min(2 * rank, max_rank)
+        # Small new columns: the start keeps V's value to first order.
+        pad = 1e-2 * rng.standard_normal((n, new_rank - rank))
+        V0, rank = np.hstack([V, pad]), new_rank
