@@ -95,12 +95,12 @@ def random_projection_stats(cls, X, k, X_test=None):
 
 
 def split(est):
-    """Time split of a fit (active-set solves, blocked passes, polish)."""
+    """Time split of a fit (active-set solves, blocked passes, polish, certificate)."""
     st = est._fit_stats
     return (
         f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
-        f"({st['n_scans']}), polish {st['polish_s']:.1f} s, "
-        f"active set <= {st['max_active']} pairs"
+        f"({st['n_scans']}), polish {st['polish_s']:.1f} s, certificate "
+        f"{st['certify_s']:.1f} s, active set <= {st['max_active']} pairs"
     )
 
 
@@ -305,7 +305,8 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
             f"{np.median(grp):.3f}, PCA {d_pca:.3f}; ratio to GRP "
             f"{d_jl / np.median(grp):.2f}\n    learned: solves {st['solve_s']:.0f} s, "
             f"passes {st['scan_s']:.0f} s ({st['n_scans']}), polish "
-            f"{st['polish_s']:.0f} s, active set <= {st['max_active']} pairs",
+            f"{st['polish_s']:.0f} s, certificate {st['certify_s']:.0f} s, active "
+            f"set <= {st['max_active']} pairs",
             flush=True,
         )
     print(f"# load average at the end {os.getloadavg()}")
