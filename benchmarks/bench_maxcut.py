@@ -55,6 +55,10 @@ CALIBRATION_ROUNDS = 4
 TIME_MATCH = 0.15
 
 GENERATED = {
+    "torus45x45+-1": lambda: toroidal_grid_graph(45, 45, random_state=0),
+    "planar2k+1": lambda: delaunay_graph(2_000, random_state=0),
+    "planar2k+-1": lambda: delaunay_graph(2_000, signed=True, random_state=0),
+    "3-regular2k+1": lambda: random_regular_graph(2_000, 3, random_state=0),
     "torus100x100+-1": lambda: toroidal_grid_graph(100, 100, random_state=0),
     "planar10k+1": lambda: delaunay_graph(10_000, random_state=0),
     "planar10k+-1": lambda: delaunay_graph(10_000, signed=True, random_state=0),
@@ -318,7 +322,13 @@ def main(argv=None):
         for i in threadpool_info()
         if i["user_api"] == "blas"
     ]
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}")
     print(
         f"# load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
         f"{os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; BLAS threads "
@@ -337,7 +347,7 @@ def main(argv=None):
         print("\n## Gset")
         gset_section(names, args.sa_reads, dwave)
     if not args.no_generated:
-        print("\n## Generated graphs (n = 10,000)")
+        print("\n## Generated graphs (n = 2,000 and 10,000)")
         generated_section(GENERATED, args.sa_reads, dwave)
     if args.large:
         print("\n## n = 100,000 (child process per fit; SA with its default settings)")

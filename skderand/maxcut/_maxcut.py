@@ -52,8 +52,9 @@ _ANNEALING_TEMPERATURES = (3.0, 0.1)
 # replicas for both seeds tried, 5,081 and 5,078 with 8, in 2.5 times less
 # time; 16 is the compromise);
 # on large graphs the product's cost is proportional to the replicas and one
-# longer chain finds better cuts in the same time (torus 100 x 100: 2,000
-# sweeps of one chain 6,884 in 0.43 s; 500 sweeps of four 6,845 in 0.31 s).
+# longer chain finds better cuts in about the same time (torus 100 x 100 from a
+# random start: 2,000 sweeps of one chain 6,880-6,884 in 1.1 s; 500 sweeps of
+# four 6,842-6,848 in 0.8 s; 1,000 sweeps of eight 6,874 in 3.3 s).
 _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
 # n_sweeps="auto" with several replicas: 4 sweeps per vertex, between 100 and
@@ -64,9 +65,9 @@ _AUTO_REPLICAS_SMALL = 16
 _AUTO_SWEEPS_MIN = 100
 _AUTO_SWEEPS_MAX = 2_000
 # ... with one replica: _AUTO_SWEEPS_WORK / n sweeps, between 5,000 and 10,000
-# (about a second per 10,000 vertices; 5,000 sweeps at n = 100,000 beat
-# dwave-samplers' default annealing, 1,000 sweeps, on the 3-regular and
-# toroidal graphs).
+# (about 5 s per 100,000 vertices and 1,000 sweeps; 5,000 sweeps at
+# n = 100,000 beat dwave-samplers' default annealing, 1,000 sweeps, on the
+# 3-regular and toroidal graphs).
 _AUTO_SWEEPS_WORK = 100_000_000
 _AUTO_SWEEPS_LONG_MIN = 5_000
 _AUTO_SWEEPS_LONG_MAX = 10_000
