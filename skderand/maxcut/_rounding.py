@@ -28,7 +28,8 @@ _TINY = 1e-12
 
 
 def _away_from_zero(x):
-    return np.where(np.abs(x) < _TINY, np.where(x < 0, -_TINY, _TINY), x)
+    # One pass each: |x| floored at _TINY, the sign of x kept.
+    return np.copysign(np.maximum(np.abs(x), _TINY), x)
 
 
 def separation_probability(h, k, rho):
@@ -94,6 +95,16 @@ class SmoothedCut:
         self._edge_of_entry = pattern.data.astype(np.int64) - 1
         self._pattern = pattern
 
+    def _edge_dots(self, V):
+        """``v_i . v_j`` for every edge ``(i, j)``."""
+        # Column by column, so that each gather reads a contiguous vector: a
+        # gather of whole rows of a narrow V costs several times more.
+        columns = np.ascontiguousarray(V.T)
+        dots = np.zeros(self.rows.size)
+        for column in columns:
+            dots += column[self.rows] * column[self.cols]
+        return dots
+
     def split(self, z):
         n, r = self.n, self.rank
         return z[: n * r].reshape(n, r), z[n * r :]
@@ -103,7 +114,7 @@ class SmoothedCut:
         s = np.sqrt(self.tau**2 + np.einsum("ij,ij->i", V, V))
         a = mu / s
         i, j = self.rows, self.cols
-        rho = np.einsum("ij,ij->i", V[i], V[j]) / (s[i] * s[j])
+        rho = self._edge_dots(V) / (s[i] * s[j])
         return float(self.weights @ separation_probability(a[i], a[j], rho))
 
     def __call__(self, z):
@@ -113,7 +124,7 @@ class SmoothedCut:
         s2 = self.tau**2 + np.einsum("ij,ij->i", V, V)
         s = np.sqrt(s2)
         a = mu / s
-        dots = np.einsum("ij,ij->i", V[i], V[j])
+        dots = self._edge_dots(V)
         inv_ss = 1.0 / (s[i] * s[j])
         rho = dots * inv_ss
         value = w @ separation_probability(a[i], a[j], rho)
@@ -124,7 +135,9 @@ class SmoothedCut:
         g_rho = w * d_rho
         # d rho_ij / d v_i = v_j / (s_i s_j) - rho_ij v_i / s_i**2 and
         # d a_i / d v_i = -a_i v_i / s_i**2, d a_i / d mu_i = 1 / s_i.
-        coupling = self._pattern.copy()
+        # The private pattern's values are overwritten in place: no copy of its
+        # index arrays per call.
+        coupling = self._pattern
         coupling.data = (g_rho * inv_ss)[self._edge_of_entry]
         diag = (
             np.bincount(i, g_rho * rho, minlength=n)
