@@ -401,10 +401,18 @@ def _soft_extremes(upper, lower):
     for t in (upper, lower):
         top = t.max()
         shifted = t - top
-        near = np.flatnonzero(shifted > -SOFTMAX_CUTOFF)
-        e = np.zeros_like(t)
-        e[near] = np.exp(shifted[near])
-        total = e[near].sum()
+        near = shifted > -SOFTMAX_CUTOFF
+        n_near = np.count_nonzero(near)
+        if n_near == t.size:
+            # Low sharpness: every term counts.
+            e = np.exp(shifted)
+        elif n_near > t.size // 2:
+            e = np.exp(np.maximum(shifted, -SOFTMAX_CUTOFF)) * near
+        else:
+            near = np.flatnonzero(near)
+            e = np.zeros_like(t)
+            e[near] = np.exp(shifted[near])
+        total = e.sum()
         out.append((top + np.log(total), e / total))
     (lse_u, pi_u), (lse_l, pi_l) = out
     return lse_u + lse_l, pi_u, pi_l
