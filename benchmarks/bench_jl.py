@@ -318,11 +318,17 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip digits")
-    parser.add_argument("--large", action="store_true", help="the large rows only")
+    parser.add_argument(
+        "--large",
+        nargs="*",
+        metavar="NxD",
+        help="the large rows only (default 20000x100 50000x50)",
+    )
     parser.add_argument("--sparse", action="store_true", help="the sparse row only")
     args = parser.parse_args()
-    if args.large:
-        large()
+    if args.large is not None:
+        sizes = args.large or ["20000x100", "50000x50"]
+        large(rows=[tuple(int(v) for v in size.split("x")) for size in sizes])
     elif args.sparse:
         print(f"# load average {os.getloadavg()}")
         sparse_text()
