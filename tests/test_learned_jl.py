@@ -159,13 +159,13 @@ def test_paper_setting_beats_the_best_of_1000_gaussian_draws():
     assert jl.distortion_ < best
 
 
-@pytest.mark.parametrize("method", ["direct", "derandomized"])
+@pytest.mark.parametrize("algorithm", ["direct", "derandomized"])
 @pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
-def test_gradient_matches_finite_differences(cls, method):
+def test_gradient_matches_finite_differences(cls, algorithm):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((25, 6))
     X -= X.mean(0)
-    derandomized = method == "derandomized"
+    derandomized = algorithm == "derandomized"
     if cls is _PairObjective:
         rows, cols, d2 = all_pairs(X)
         obj = cls(X, rows, cols, d2, 3, derandomized=derandomized, penalty=0.3)
