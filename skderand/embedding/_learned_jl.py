@@ -112,7 +112,9 @@ class LearnedJLTransformer(
         of ``working_set // 2`` pairs (the bulk of the ratios, which the soft-max
         weighs at low sharpness) plus, each round, up to ``working_set // 4``
         pairs per side whose ratios are near the current extremes. Between
-        rounds (at most 40 solver iterations each) the exact extremes over *all*
+        rounds (40 solver iterations each; longer, up to a quarter of
+        ``max_iter``, when a pass over all pairs costs far more than that, as
+        for tens of thousands of points) the exact extremes over *all*
         pairs are found, and the pairs outside the set that overtake the set's
         extremes join it; a stage ends when none does and the solver has
         converged. The exact extremes come from a blocked pass over all pairs
@@ -135,7 +137,7 @@ class LearnedJLTransformer(
         surrogate, at the point the polish started from.
     max_iter : int, default=1000
         Maximum number of solver iterations per sharpness stage (shared by the
-        stage's active-set rounds, each of at most 40 iterations).
+        stage's active-set rounds).
     tol : float, default=1e-2
         Gradient-norm tolerance of the final stage's certificate: a bound on the
         Euclidean norm of the gradient of the surrogate (dimensionless: a log of
