@@ -481,3 +481,14 @@ def test_large_sparse_input_is_never_densified(monkeypatch):
     assert sp.initial_distortion_ == pytest.approx(dense.initial_distortion_, rel=1e-9)
     assert sp.distortion_ == pytest.approx(dense.distortion_, rel=1e-2)
     assert sp.distortion_ < 0.8 * sp.initial_distortion_
+
+
+def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
+    from skderand.maxcut import _memory
+
+    X = make_data("low_rank", 0)
+    monkeypatch.setattr(_memory, "available_memory", lambda: 1000)
+    with pytest.raises(ValueError, match="would need about .* of memory"):
+        LearnedJLTransformer(3, random_state=0).fit(X)
+    monkeypatch.setattr(_memory, "available_memory", lambda: None)
+    LearnedJLTransformer(3, random_state=0).fit(X)

@@ -29,8 +29,9 @@ from skderand.embedding._active import (
     _scale_free,
     certify_stage,
 )
-from skderand.embedding._pairs import _Span
+from skderand.embedding._pairs import _Span, fit_bytes
 from skderand.embedding._polish import polish_minimax
+from skderand.maxcut._memory import check_fits_in_memory
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
     record_certificate,
@@ -337,6 +338,12 @@ class LearnedJLTransformer(
         # optimize there (far fewer variables when n_samples < n_features) and
         # keep the random start's action on the orthogonal complement, which
         # matters for new points only. Large sparse input is never densified.
+        check_fits_in_memory(
+            fit_bytes(X, self.n_components),
+            f"LearnedJLTransformer.fit on {X.shape[0]} x {X.shape[1]} data",
+            "Subsample the points or reduce the features (for sparse input with "
+            "fewer rows than columns the Gram matrix of the rows is what grows).",
+        )
         span = _Span(X)
         curvature_tol = (
             np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol

@@ -32,6 +32,30 @@ BLOCK_ELEMENTS = 1 << 22
 SPARSE_DENSIFY_ELEMENTS = 1 << 22
 
 
+def fit_bytes(X, n_components):
+    """Peak bytes a fit of ``X`` needs, estimated before anything is allocated.
+
+    The span: a dense centred copy with its SVD (about three ``n x d`` arrays),
+    or, for large sparse input, the ``n x n`` Gram matrix with its
+    eigendecomposition (about three). Then the coordinates (``n x rank``), the
+    stored pair distances (at most ``STORE_BYTES_32``), a few scan blocks and
+    the map, its random start and their products (``k x d`` each; ``k = d`` for
+    ``"auto"``, its largest candidate).
+    """
+    n, d = X.shape
+    rank = min(n, d)
+    if sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d:
+        span = 3 * n * n * 8
+    else:
+        span = 3 * n * d * 8
+    n_pairs = n * (n - 1) // 2
+    # As _PairScanner decides: float64 distances, float32 ones, or none.
+    stored = 12 * n_pairs if 12 * n_pairs <= STORE_BYTES_64 else 8 * n_pairs
+    stored = stored if stored <= STORE_BYTES_32 else 0
+    k = d if n_components == "auto" else n_components
+    return span + n * rank * 8 + stored + 4 * BLOCK_ELEMENTS * 8 + 4 * k * d * 8
+
+
 class _Span:
     """The centred, rescaled training data in orthonormal coordinates of its span.
 
