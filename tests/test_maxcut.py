@@ -344,9 +344,10 @@ def test_sdp_rank_grows_until_the_bound_is_tight(seed):
     n = 400
     A = sparse.csr_matrix(gnp(n, 0.1, seed))
     cap = _maxcut._sdp_rank(n)
-    V, bound, ranks, corrections = solve_sdp_adaptive(
+    V, bound, ranks, corrections, bounds, _ = solve_sdp_adaptive(
         A, np.random.default_rng(seed), classes=greedy_colouring(A), max_rank=cap
     )
+    assert len(bounds) == len(ranks) and bounds[-1] == bound
     assert ranks[0] == 8 and len(ranks) >= 2
     np.testing.assert_array_equal(ranks[1:], np.minimum(2 * np.array(ranks[:-1]), cap))
     for k in range(len(ranks) - 1):  # every doubling was asked for
@@ -665,6 +666,65 @@ def test_dual_bound_survives_arpack_failing(monkeypatch):
     L = np.diag(np.asarray(A.sum(axis=1)).ravel()) - A.toarray()
     lam_true = np.linalg.eigvalsh(np.diag(y) - L / 4)[0]
     assert lam_true - 1e-3 <= lam_low <= lam_true + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bound_continuation_tightens_and_stays_valid(seed):
+    # An inexact SDP (3 sweeps) leaves a large eigenvalue term; the bound-only
+    # continuation may only lower the bound of those vectors (it returns the
+    # smallest of valid bounds), must stay above the exact maximum cut, and must
+    # leave the vectors the rounding uses untouched.
+    from skderand.maxcut._sdp import dual_upper_bound, solve_sdp_adaptive, tighten_bound
+
+    A = sparse.csr_matrix(gnp(16, 0.5, seed, signed=seed % 2 == 1))
+    opt = brute_force_max_cut(A.toarray())
+    classes = greedy_colouring(A)
+    solution = solve_sdp_adaptive(
+        A, np.random.default_rng(seed), classes=classes, max_rank=2, max_sweeps=3
+    )
+    V_before = solution.V.copy()
+    own_bound = dual_upper_bound(A, solution.V, np.random.default_rng(0))[0]
+    assert own_bound == pytest.approx(solution.bound, rel=1e-12)
+    tightened = tighten_bound(
+        A, solution, np.random.default_rng(seed), classes=classes, max_rank=6
+    )
+    np.testing.assert_array_equal(solution.V, V_before)
+    assert opt - 1e-9 <= tightened <= min(solution.bounds) + 1e-12
+    # The 3-sweep start is far from the SDP optimum: the continuation pays.
+    assert tightened < own_bound - 1e-3 * abs(own_bound)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reported_bound_below_own_vectors_bound(seed):
+    # The estimator's bound is at most the dual bound of its own SDP vectors
+    # (the continuation only tightens it) and at least the exact maximum cut.
+    from skderand.maxcut._sdp import dual_upper_bound
+
+    A = gnp(16, 0.5, seed, signed=seed % 2 == 1)
+    opt = brute_force_max_cut(A)
+    mc = fit(A)
+    own = dual_upper_bound(
+        sparse.csr_matrix(A), mc.sdp_vectors_, np.random.default_rng(0)
+    )[0]
+    assert opt - 1e-9 <= mc.upper_bound_ <= own + 1e-9 * abs(own)
+
+
+@pytest.mark.parametrize("name", ["G11", "G14"])
+def test_bound_continuation_leaves_the_cut_unchanged(name, monkeypatch):
+    # The continuation runs after every draw the cut depends on: with it
+    # switched off the labels are identical and the bound is not smaller.
+    A = read_gset(LOCAL_GSET / f"{name}.txt")
+    with_continuation = fit(A)
+    original = _maxcut.tighten_bound
+    monkeypatch.setattr(
+        _maxcut,
+        "tighten_bound",
+        lambda *args, **kwargs: original(*args, **{**kwargs, "n_rounds": 0}),
+    )
+    without = fit(A)
+    np.testing.assert_array_equal(with_continuation.labels_, without.labels_)
+    assert with_continuation.cut_value_ == without.cut_value_
+    assert with_continuation.upper_bound_ <= without.upper_bound_
 
 
 # ------------------------------------------------------------- bad inputs

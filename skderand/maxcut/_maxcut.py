@@ -27,6 +27,7 @@ from skderand.maxcut._sdp import (
     sdp_objective,
     solve_sdp_adaptive,
     symmetric_adjacency,
+    tighten_bound,
 )
 from skderand.optimize._certificate import (
     record_certificate,
@@ -280,7 +281,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     cut_value_ : float
         Total weight of the edges between the two sides.
     upper_bound_ : float
-        Certified upper bound on the maximum cut (see Notes).
+        Certified upper bound on the maximum cut (see Notes): the smallest of
+        the dual bounds computed, at each rank tried and during a bound-only
+        continuation of the SDP (escape along the dual's eigenvector, then
+        further sweeps) that runs after the cut is found and leaves
+        ``sdp_vectors_`` and the cut unchanged. It is at most the dual bound of
+        ``sdp_vectors_``.
     sdp_value_ : float
         Value of the low-rank SDP solution (a lower estimate of the SDP optimum).
     expected_gw_cut_ : float
@@ -381,7 +387,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     for signed weights and for an inexact SDP solution. ``y`` comes from the SDP
     vectors; ``lambda_min`` from a Lanczos solver on the sparse matrix, minus the
     residual norm of its Ritz pairs so that the solver's tolerance is accounted
-    for. The remaining assumption is that Lanczos found the lowest eigenvalue,
+    for. Every ``y`` gives a valid bound, so the smallest of those computed
+    (at each rank, and during the bound-only continuation) is reported. The
+    remaining assumption is that Lanczos found the lowest eigenvalue,
     which a random start and a wide Krylov space make overwhelmingly likely.
 
     References
@@ -594,7 +602,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         # One colouring serves the SDP's sweeps and the annealing's.
         classes = greedy_colouring(adjacency)
         timings["sdp"] += time.perf_counter() - t
-        V, bound, ranks, _ = solve_sdp_adaptive(
+        solution = solve_sdp_adaptive(
             adjacency,
             rng,
             classes=classes,
@@ -602,12 +610,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             timings=timings,
             verbose=self.verbose,
         )
+        V, ranks = solution.V, solution.ranks
         self.sdp_ranks_ = np.asarray(ranks)
         self.sdp_vectors_ = np.zeros((n, V.shape[1]))
         self.sdp_vectors_[active] = V
         self.sdp_value_ = scale * sdp_objective(adjacency, V)
         self.expected_gw_cut_ = scale * expected_gw_cut(rows, cols, weights, V)
-        self.upper_bound_ = scale * bound
 
         t = time.perf_counter()
         mu = self._round(rows, cols, weights, V, scale, rng)
@@ -625,6 +633,18 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         elif self.local_search == "annealing":
             spins = self._anneal(adjacency, spins, rng, classes)
         timings["local_search"] = time.perf_counter() - t
+        # The bound's continuation comes after every draw the cut depends on
+        # (it draws Lanczos starts from rng): the cut is the same with it or
+        # without it.
+        self.upper_bound_ = scale * tighten_bound(
+            adjacency,
+            solution,
+            rng,
+            classes=classes,
+            max_rank=_sdp_rank(n_act),
+            timings=timings,
+            verbose=self.verbose,
+        )
         if spins[0] < 0:
             spins = -spins
         self.labels_[active] = (spins < 0).astype(np.int64)

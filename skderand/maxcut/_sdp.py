@@ -14,6 +14,7 @@ of the primal point) makes the bound tight at an exact solution.
 """
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -29,6 +30,10 @@ _DENSE_EIGEN_MAX_N = 200
 # The rank doubles again only if the last doubling cut the bound's eigenvalue
 # term to at most this fraction of what it was.
 _RANK_PAYOFF = 0.5
+# Size of the escape column of the bound-only continuation, per vertex on
+# average: large enough that the first sweeps see the descent direction, small
+# enough to keep most of V's value.
+_ESCAPE_STEP = 0.1
 # ARPACK restarts (of a 40-vector Krylov space) before the fallback: converged
 # cases take a few dozen; the default (10 n) could spend minutes on a cluster.
 _EIGSH_MAX_RESTARTS = 100
@@ -121,7 +126,16 @@ def sdp_objective(adjacency, V):
 def dual_upper_bound(adjacency, V, rng):
     """A certified upper bound on the maximum cut from the dual of the SDP.
 
-    Returns ``(bound, lambda_min_lower, y)``. The smallest eigenvalue of the sparse
+    Returns ``(bound, lambda_min_lower, y)``; see :func:`_dual_bound`.
+    """
+    bound, lam_low, y, _ = _dual_bound(adjacency, V, rng)
+    return bound, lam_low, y
+
+
+def _dual_bound(adjacency, V, rng):
+    """The dual bound and the eigenvector of the dual matrix's smallest eigenvalue.
+
+    Returns ``(bound, lambda_min_lower, y, u)``. The smallest eigenvalue of the sparse
     ``S = Diag(y) - L / 4`` comes from Lanczos (``eigsh``); the residual norm
     ``|S x - theta x|`` of the returned Ritz pair bounds the distance from the Ritz
     value ``theta`` to an eigenvalue of ``S``, and it is subtracted so that the
@@ -136,7 +150,8 @@ def dual_upper_bound(adjacency, V, rng):
     if n <= _DENSE_EIGEN_MAX_N:
         # Small graphs: a dense symmetric eigensolver, with a margin for its
         # backward error (a few ulps of the matrix norm).
-        lam_low = float(np.linalg.eigvalsh(S.toarray())[0])
+        eigenvalues, eigenvectors = np.linalg.eigh(S.toarray())
+        lam_low, vec = float(eigenvalues[0]), eigenvectors[:, 0]
         lam_low -= 1e-12 * n * max(1.0, float(abs(S).max()))
     else:
         # One Ritz pair, a 40-vector Krylov space and a moderate tolerance: the
@@ -164,7 +179,24 @@ def dual_upper_bound(adjacency, V, rng):
         residual = np.linalg.norm(S @ vec - theta * vec)
         lam_low = float(theta - residual)
     bound = float(np.sum(y) + n * max(0.0, -lam_low))
-    return bound, lam_low, y
+    return bound, lam_low, y, vec
+
+
+class SdpSolution(NamedTuple):
+    """What :func:`solve_sdp_adaptive` returns.
+
+    ``V`` the vectors of the last rank tried and ``bound`` their dual bound;
+    ``ranks``, ``corrections`` (the bound's eigenvalue terms) and ``bounds``
+    per rank tried; ``direction`` the eigenvector of the smallest eigenvalue
+    of ``V``'s dual matrix (where the objective falls at second order).
+    """
+
+    V: np.ndarray
+    bound: float
+    ranks: list
+    corrections: list
+    bounds: list
+    direction: np.ndarray
 
 
 def solve_sdp_adaptive(
@@ -196,8 +228,7 @@ def solve_sdp_adaptive(
     result does not depend on the machine. The bound is valid at any accuracy;
     only its tightness depends on them.
 
-    Returns ``(V, bound, ranks, corrections)``, the last two per rank tried
-    (``corrections`` the eigenvalue terms); ``timings`` (a dict), if given, accumulates
+    Returns an :class:`SdpSolution`; ``timings`` (a dict), if given, accumulates
     the seconds spent in ``"sdp"`` and ``"upper_bound"``; ``verbose`` prints a
     line per rank as it is done.
     """
@@ -209,15 +240,16 @@ def solve_sdp_adaptive(
     solver = MixingSolver(adjacency, classes)
     rank = min(initial_rank, max_rank)
     V0 = rng.standard_normal((n, rank))
-    ranks, corrections = [], []
+    ranks, corrections, bounds = [], [], []
     previous_correction = np.inf
     while True:
         V, n_sweeps = solver.solve(V0, tol=tol, max_sweeps=max_sweeps)
         timings["sdp"] += time.perf_counter() - start
         start = time.perf_counter()
-        bound, lam_low, _ = dual_upper_bound(adjacency, V, rng)
+        bound, lam_low, _, direction = _dual_bound(adjacency, V, rng)
         timings["upper_bound"] += time.perf_counter() - start
         ranks.append(rank)
+        bounds.append(bound)
         correction = n * max(0.0, -lam_low)
         corrections.append(correction)
         if verbose:
@@ -235,10 +267,84 @@ def solve_sdp_adaptive(
             # A doubling that did not halve the eigenvalue term shows that the
             # term is the solver's inaccuracy at this budget of sweeps, not a
             # missing dimension: more columns would only make sweeps dearer.
-            return V, bound, ranks, corrections
+            return SdpSolution(V, bound, ranks, corrections, bounds, direction)
         previous_correction = correction
         start = time.perf_counter()
         new_rank = min(2 * rank, max_rank)
         # Small new columns: the start keeps V's value to first order.
         pad = 1e-2 * rng.standard_normal((n, new_rank - rank))
         V0, rank = np.hstack([V, pad]), new_rank
+
+
+def tighten_bound(
+    adjacency,
+    solution,
+    rng,
+    *,
+    classes,
+    max_rank,
+    n_rounds=6,
+    max_sweeps=100,
+    tol=1e-7,
+    gap_rtol=2e-4,
+    timings=None,
+    verbose=0,
+):
+    """The smallest certified bound over the ranks tried and a bound-only continuation.
+
+    The SDP vectors the rounding uses (``solution.V``) are left as they are:
+    the continuation works on a copy. Each round appends a column along the
+    eigenvector of the dual matrix's smallest eigenvalue (scaled to
+    ``_ESCAPE_STEP`` per vertex on average; the direction in which the
+    Burer-Monteiro objective falls at second order, Boumal, Voroninski and
+    Bandeira), so that the sweeps leave the saddle at once, then runs at most
+    ``max_sweeps`` mixing sweeps and recomputes the dual bound. At most
+    ``n_rounds`` rounds; the rank never exceeds ``max_rank`` (at that rank the
+    escape goes into the column of least weight), and the rounds stop once the
+    eigenvalue term is at most ``gap_rtol`` of the bound, or once a round
+    lowered the bound by at most ``gap_rtol`` of it.
+
+    Every bound computed, by :func:`_dual_bound`, is a valid upper bound on the
+    maximum cut whatever the vectors it starts from (weak duality holds for
+    every ``y``; only its tightness depends on the vectors), so their minimum
+    is one too. Returns that minimum; ``timings["upper_bound"]`` accumulates
+    the seconds spent.
+    """
+    timings = {} if timings is None else timings
+    timings.setdefault("upper_bound", 0.0)
+    start = time.perf_counter()
+    n = adjacency.shape[0]
+    best = min(solution.bounds)
+    V, direction = solution.V, solution.direction
+    solver = None
+    # Already certified to within gap_rtol: no continuation is needed.
+    certified = solution.corrections[-1] <= gap_rtol * abs(solution.bound)
+    rounds = 0 if certified else n_rounds
+    for round_index in range(rounds):
+        escape = _ESCAPE_STEP * np.sqrt(n) * direction
+        if V.shape[1] < max_rank:
+            V0 = np.column_stack([V, escape])
+        else:
+            # At the largest rank the escape direction goes into the column
+            # of least weight instead of a new one.
+            V0 = V.copy()
+            V0[:, np.argmin(np.linalg.norm(V, axis=0))] += escape
+        if solver is None:
+            solver = MixingSolver(adjacency, classes)
+        V, n_sweeps = solver.solve(V0, tol=tol, max_sweeps=max_sweeps)
+        bound, lam_low, _, direction = _dual_bound(adjacency, V, rng)
+        gain, best = best - bound, min(best, bound)
+        correction = n * max(0.0, -lam_low)
+        if verbose:
+            print(
+                f"[DeterministicMaxCut] bound continuation {round_index + 1}: rank "
+                f"{V.shape[1]}, {n_sweeps} sweeps, bound {bound:.6g} (eigenvalue "
+                f"term {correction:.3g}; scaled weights)",
+                flush=True,
+            )
+        if correction <= gap_rtol * abs(bound) or gain <= gap_rtol * abs(best):
+            # Certified to within gap_rtol, or the last round paid too little
+            # for another (a round costs max_sweeps sweeps and an eigensolve).
+            break
+    timings["upper_bound"] += time.perf_counter() - start
+    return best
