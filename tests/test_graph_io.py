@@ -98,7 +98,7 @@ def test_networkx_conversion():
 
 def _limit_available_memory(monkeypatch, n_bytes):
     """Make the memory checks see ``n_bytes`` available, on any machine."""
-    from skderand.maxcut import _memory
+    from skderand import _memory
 
     monkeypatch.setattr(_memory, "available_memory", lambda: n_bytes)
 

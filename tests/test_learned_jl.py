@@ -484,7 +484,7 @@ def test_large_sparse_input_is_never_densified(monkeypatch):
 
 
 def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
-    from skderand.maxcut import _memory
+    from skderand import _memory
 
     X = make_data("low_rank", 0)
     monkeypatch.setattr(_memory, "available_memory", lambda: 1000)

@@ -15,6 +15,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from skderand._memory import check_fits_in_memory
 from skderand._random import draw_seeds
 from skderand._sklearn_compat import (
     Interval,
@@ -31,7 +32,6 @@ from skderand.embedding._active import (
 )
 from skderand.embedding._pairs import _Span, fit_bytes
 from skderand.embedding._polish import polish_minimax
-from skderand.maxcut._memory import check_fits_in_memory
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
     record_certificate,

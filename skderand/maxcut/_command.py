@@ -6,9 +6,9 @@ import time
 
 import numpy as np
 
+from skderand._memory import check_fits_in_memory, sparse_adjacency_bytes
 from skderand.maxcut._graph_io import read_gset
 from skderand.maxcut._maxcut import DeterministicMaxCut, _fit_memory_bytes
-from skderand.maxcut._memory import check_fits_in_memory, sparse_adjacency_bytes
 
 
 def report_cut(mc, elapsed):

@@ -10,7 +10,7 @@ import os
 import numpy as np
 from scipy import sparse
 
-from skderand.maxcut._memory import check_fits_in_memory, sparse_adjacency_bytes
+from skderand._memory import check_fits_in_memory, sparse_adjacency_bytes
 
 __all__ = ["graph_to_adjacency", "read_gset", "write_gset"]
 

@@ -11,18 +11,18 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
 from threadpoolctl import threadpool_limits
 
+from skderand._memory import (
+    check_fits_in_memory,
+    dense_affinity_bytes,
+    format_bytes,
+    maxcut_fit_bytes,
+)
 from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand.maxcut._annealing import anneal, greedy_colouring
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
-from skderand.maxcut._memory import (
-    check_fits_in_memory,
-    dense_affinity_bytes,
-    format_bytes,
-    maxcut_fit_bytes,
-)
 from skderand.maxcut._sdp import (
     sdp_objective,
     solve_sdp_adaptive,
