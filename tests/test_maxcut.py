@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 from skderand import DeterministicMaxCut
 from skderand._cli import main as cli_main
 from skderand.maxcut import _maxcut, read_gset, write_gset
-from skderand.maxcut._annealing import anneal, greedy_colouring
+from skderand.maxcut._annealing import anneal, greedy_colouring, temper
 from skderand.maxcut._local_search import tabu_search
 from skderand.maxcut._rounding import (
     SmoothedCut,
@@ -197,10 +197,26 @@ def stuck_start(A, seed):
     return start
 
 
+def field_scale(A):
+    """sigma = sqrt(mean_i sum_j w_ij**2), the unit of the tempering ladder."""
+    return float(np.sqrt(np.mean(np.sum(np.asarray(A) ** 2, axis=1))))
+
+
 def run_search(method, A, start, seed):
     rng = np.random.default_rng(seed)
     if method == "tabu":
         return tabu_search(sparse.csr_matrix(A), start, 2000, rng)[0]
+    if method == "tempering":
+        hottest, coldest = _maxcut._TEMPERING_LADDER
+        sigma = field_scale(A)
+        return temper(
+            sparse.csr_matrix(A),
+            start,
+            n_sweeps=300,
+            n_replicas=8,
+            temperatures=(hottest * sigma, coldest * sigma),
+            rng=rng,
+        )[0]
     return anneal(
         sparse.csr_matrix(A),
         start,
@@ -211,7 +227,7 @@ def run_search(method, A, start, seed):
     )[0]
 
 
-@pytest.mark.parametrize("method", ["tabu", "annealing"])
+@pytest.mark.parametrize("method", ["tabu", "annealing", "tempering"])
 @pytest.mark.parametrize("seed", range(4))
 def test_search_escapes_one_flip_local_optimum(method, seed):
     # From a cut no single flip improves, the stronger searches must move: a
@@ -224,15 +240,16 @@ def test_search_escapes_one_flip_local_optimum(method, seed):
     assert spins_cut(A, result) >= spins_cut(A, start) + 1.0
 
 
+@pytest.mark.parametrize("search", [anneal, temper])
 @pytest.mark.parametrize("seed", range(3))
-def test_annealing_gain_is_exact_with_real_weights(seed):
+def test_annealing_gain_is_exact_with_real_weights(search, seed):
     # Flipping a whole colour class at once is exact only if the class shares no
     # edge: the reported gain must equal the independently recomputed change.
     rng = np.random.default_rng(seed)
     A = gnp(60, 0.3, seed, signed=True) * rng.uniform(0.5, 2.0, size=(60, 60))
     A = np.triu(A, 1) + np.triu(A, 1).T
     start = stuck_start(A, seed)
-    best, gain = anneal(
+    best, gain = search(
         sparse.csr_matrix(A),
         start,
         n_sweeps=200,
@@ -242,6 +259,49 @@ def test_annealing_gain_is_exact_with_real_weights(seed):
     )
     assert gain > 0.0
     assert gain == pytest.approx(spins_cut(A, best) - spins_cut(A, start), abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tempering_samples_the_boltzmann_distribution_at_every_rung(seed):
+    # The colour-class sweeps and the swaps between rungs must leave the
+    # distribution exp(C / T) / Z over cuts invariant at every temperature T of
+    # the ladder (a wrong sign in the swap rule hands the cold rungs the worse
+    # cuts). On 8 vertices with real weights, the mean cut at each rung over
+    # the chain is compared with the exact one from all 2**8 sign vectors.
+    from skderand.maxcut._annealing import _class_spans, _tempering_chain
+
+    rng = np.random.default_rng(seed)
+    n, ladder, n_sweeps, burn_in = 8, (2.0, 0.25), 8_000, 500
+    A = gnp(n, 0.6, seed, signed=True) * rng.uniform(0.5, 1.5, size=(n, n))
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    codes = np.arange(2**n)
+    every = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
+    cuts = 0.25 * (A.sum() - np.einsum("ki,ij,kj->k", every, A, every))
+    temperatures = np.geomspace(*ladder, 4)
+    order, spans, _ = _class_spans(sparse.csr_matrix(A), None)
+    start = np.ones(n)
+    start_cut = spins_cut(A, start)
+    sums = np.zeros(temperatures.size)
+    chain = _tempering_chain(spans, start[order], n_sweeps, 4, ladder, rng)
+    for sweep, (_, gain_so_far, replica_at) in enumerate(chain):
+        if sweep >= burn_in:
+            sums += start_cut + gain_so_far[replica_at]
+    means = sums / (n_sweeps - burn_in)
+    for temperature, mean in zip(temperatures, means, strict=True):
+        weights = np.exp((cuts - cuts.max()) / temperature)
+        exact_mean = np.sum(weights * cuts) / weights.sum()
+        exact_std = np.sqrt(np.sum(weights * (cuts - exact_mean) ** 2) / weights.sum())
+        # 7,500 correlated samples: the chain's standard error is a few
+        # hundredths of the spread of the cut at that temperature.
+        assert abs(mean - exact_mean) <= 0.1 * exact_std, (temperature, mean)
+
+
+def test_tempering_needs_two_replicas():
+    A = sparse.csr_matrix(gnp(10, 0.5, 0))
+    with pytest.raises(ValueError, match="at least 2 replicas"):
+        temper(
+            A, np.ones(10), n_sweeps=1, n_replicas=1, temperatures=(1, 0.1), rng=None
+        )
 
 
 @pytest.mark.parametrize("graph", ["gnp", "grid"])
@@ -278,20 +338,23 @@ def test_annealing_never_returns_below_its_start(monkeypatch):
     # The estimator under the same hot schedule keeps the rounded cut (made
     # 1-flip optimal), never less.
     monkeypatch.setattr(_maxcut, "_ANNEALING_TEMPERATURES", (1e3, 5e2))
-    hot = fit(sparse.csr_matrix(A), n_sweeps=30)
+    monkeypatch.setattr(_maxcut, "_TEMPERING_LADDER", (1e3, 5e2))
     flip = fit(sparse.csr_matrix(A), local_search="1-flip")
-    assert hot.cut_value_ >= hot.rounded_cut_value_
-    assert hot.cut_value_ == flip.cut_value_ == labels_cut(A, hot.labels_)
+    for method in ("annealing", "tempering"):
+        hot = fit(sparse.csr_matrix(A), n_sweeps=30, local_search=method)
+        assert hot.cut_value_ >= hot.rounded_cut_value_
+        assert hot.cut_value_ == flip.cut_value_ == labels_cut(A, hot.labels_)
 
 
-def test_annealing_beats_one_flip_from_the_rounding():
+@pytest.mark.parametrize("method", ["annealing", "tempering"])
+def test_annealing_beats_one_flip_from_the_rounding(method):
     # The rounding is strong on small graphs (often optimal): never worse on any
     # graph, strictly better summed over them.
     gains = []
     for seed in range(4):
         A = sparse.csr_matrix(gnp(150, 0.1, seed, signed=True))
         flip = fit(A, local_search="1-flip")
-        annealed = fit(A, local_search="annealing", n_sweeps=300)
+        annealed = fit(A, local_search=method, n_sweeps=300)
         assert annealed.rounded_cut_value_ == flip.rounded_cut_value_
         assert annealed.cut_value_ == labels_cut(A, annealed.labels_)
         gains.append(annealed.cut_value_ - flip.cut_value_)
@@ -487,12 +550,12 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
     lines = capsys.readouterr().out.splitlines()
     stage_lines = [line for line in lines if " stage " in line]
     assert len(stage_lines) == mc.n_stages_
-    annealing = [line for line in lines if "annealing" in line]
-    assert len(annealing) == 1
-    # "auto": 16 replicas and 4 sweeps per vertex (at least 100) below 5,000
-    # vertices.
+    # "auto": tempering, 16 replicas and 4 sweeps per vertex (at least 100),
+    # below 5,000 vertices.
+    improvement = [line for line in lines if "tempering:" in line]
+    assert len(improvement) == 1
     replicas = params.get("n_replicas", 16)
-    assert f"{replicas} replicas x {sweeps} sweeps" in annealing[0]
+    assert f"{replicas} replicas x {sweeps} sweeps" in improvement[0]
     np.testing.assert_array_equal(quiet.labels_, mc.labels_)  # printing only
 
 

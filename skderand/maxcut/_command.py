@@ -35,16 +35,18 @@ def add_maxcut_arguments(parser):
     )
     parser.add_argument(
         "--local-search",
-        choices=["annealing", "1-flip", "tabu", "none"],
-        default="annealing",
-        help="improvement of the rounded cut (default: annealing)",
+        choices=["auto", "tempering", "annealing", "1-flip", "tabu", "none"],
+        default="auto",
+        help="improvement of the rounded cut (default: auto, i.e. tempering up "
+        "to 5,000 vertices, annealing beyond)",
     )
     parser.add_argument(
         "--n-sweeps",
         type=int,
         default=None,
-        help="annealing budget in sweeps over all vertices (default: 1000, "
-        "fewer below 1000 vertices)",
+        help="tempering or annealing budget in sweeps over all vertices "
+        "(default: 4 per vertex, 100 to 2,000, up to 5,000 vertices; "
+        "10**8 / n, 5,000 to 10,000, beyond)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0)
     return parser

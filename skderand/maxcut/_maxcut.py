@@ -19,7 +19,7 @@ from skderand._memory import (
 )
 from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
-from skderand.maxcut._annealing import anneal, greedy_colouring
+from skderand.maxcut._annealing import anneal, greedy_colouring, temper
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
@@ -46,6 +46,18 @@ _DENSE_AFFINITIES = ("euclidean", "rbf")
 # sweeps x 8 replicas: mean ratio to best-known 0.9991, against 0.9971 for
 # (2.0, 0.2) and 0.9987 for (4.0, 0.1).
 _ANNEALING_TEMPERATURES = (3.0, 0.1)
+# Tempering's ladder, hottest to coldest, in units of the root-mean-square field
+# of a vertex in a random cut, sigma = sqrt(mean_i sum_j w_ij**2) (the typical
+# size of a gain, whatever the degree and the weights' signs: 3.5 on the
+# degree-12 unit-weight Gset graphs, 6.9 on the degree-48 ones). The hottest
+# rung keeps replicas moving between basins, the coldest one (0.08 sigma) is a
+# near-descent that settles into their local optima. Chosen on Gset (G2, G11,
+# G14-G18, G22, two seeds, 16 replicas x 2,000 sweeps from the rounded cut):
+# summed over G14-G18, (0.5, 0.08) gives 15,154-15,158, (0.6, 0.06) 15,151,
+# (0.4, 0.1) 15,145-15,152; a fixed (2.0, 0.3) for every graph is as good on
+# the degree-12 graphs but loses 15-20 on G22 (degree 20) and G2 (degree 48),
+# and (0.8, 0.05) loses up to 28 on G22.
+_TEMPERING_LADDER = (0.5, 0.08)
 # n_replicas="auto": up to this many vertices, _AUTO_REPLICAS_SMALL replicas,
 # beyond it one. On small graphs Python's overhead per colour class dominates,
 # so one sparse product serves 16 replicas for a few times the cost of one
@@ -72,6 +84,13 @@ _AUTO_SWEEPS_MAX = 2_000
 _AUTO_SWEEPS_WORK = 100_000_000
 _AUTO_SWEEPS_LONG_MIN = 5_000
 _AUTO_SWEEPS_LONG_MAX = 10_000
+
+
+def _improvement_method(n_vertices, local_search):
+    """``local_search`` with "auto" resolved: tempering needs several replicas."""
+    if local_search == "auto":
+        return "tempering" if n_vertices <= _AUTO_REPLICAS_MAX_N else "annealing"
+    return local_search
 
 
 def _annealing_budget(n_vertices, n_sweeps, n_replicas):
@@ -232,12 +251,17 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Columns of ``V`` in the rounding: the SDP vectors are projected on their
         leading principal directions (and renormalized), which keeps each
         evaluation cheap. ``None`` keeps the full SDP rank.
-    local_search : {"annealing", "1-flip", "tabu"} or None, default="annealing"
+    local_search : {"auto", "tempering", "annealing", "1-flip", "tabu"} or \
+            None, default="auto"
         Improvement of the rounded cut (which is first made 1-flip optimal):
 
+        - ``"auto"``: ``"tempering"`` up to 5,000 vertices, ``"annealing"`` (one
+          long chain) beyond.
+        - ``"tempering"``: replica exchange (parallel tempering) started from the
+          rounded cut, ``n_replicas`` replicas on a ladder of fixed temperatures
+          for ``n_sweeps`` sweeps (see Notes); with one replica, annealing.
         - ``"annealing"``: simulated annealing started from the rounded cut, over
-          ``n_replicas`` replicas for ``n_sweeps`` sweeps (see Notes); the
-          strongest, and seeded, so deterministic too.
+          ``n_replicas`` replicas for ``n_sweeps`` sweeps (see Notes).
         - ``"1-flip"``: flip single vertices while that increases the cut.
         - ``"tabu"``: a tabu search (seeded), which also accepts losing flips to
           leave local optima and ends with a 1-flip pass.
@@ -247,7 +271,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     n_tabu_moves : int, default=None
         Moves of the tabu search; ``None`` means ``20 * n_vertices``.
     n_sweeps : int or "auto", default="auto"
-        Budget of ``local_search="annealing"``: sweeps over all vertices, each
+        Budget of the tempering and the annealing: sweeps over all vertices, each
         offering every vertex one flip in every replica. A count of moves, not a
         time, so that the cut does not depend on the machine. ``"auto"`` means
         ``min(2000, max(100, 4 * n_vertices))`` up to 5,000 vertices (chains on
@@ -255,14 +279,15 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         vertex per colour class, a sweep costs a Python step per vertex), and
         ``min(10000, max(5000, 10**8 // n_vertices))`` beyond.
     n_replicas : int or "auto", default="auto"
-        Independent annealing chains, run together as the columns of one sign
-        matrix (one sparse product per colour class serves all of them).
-        ``"auto"`` means 16 up to 5,000 vertices and 1 beyond, where the
-        product's cost grows with the replicas and one longer chain does
-        better in the same time.
+        Chains of the tempering (one per temperature) or the annealing, run
+        together as the columns of one sign matrix (one sparse product per
+        colour class serves all of them). ``"auto"`` means 16 up to 5,000
+        vertices and 1 beyond, where the product's cost grows with the replicas
+        and one longer annealing chain does better in the same time.
     random_state : int, RandomState instance or None, default=0
         Seeds the SDP start, the perturbation of ``mu``, the certificate's
-        Lanczos start, the annealing draws and the tabu tenures. The default is
+        Lanczos start, the tempering's and annealing's draws and the tabu
+        tenures. The default is
         a fixed seed, unlike the other skderand estimators (``None``), because
         what this estimator promises is a deterministic cut: with the default,
         the same graph gives the same cut on every call and every machine.
@@ -366,17 +391,27 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     certificate says that the rounded cut ``sign(mu)`` is a local maximum of
     the smoothed expected cut, to these tolerances.
 
-    The improvement phase (``local_search="annealing"``): the rounded cut is made
-    1-flip optimal, then ``n_replicas`` copies of it are annealed together as the
-    columns of an ``n x n_replicas`` sign matrix. A greedy colouring (largest
-    degree first) splits the vertices into classes that share no edge, so a whole
-    class is offered flips at once through one sparse product, each flip accepted
-    with the Metropolis probability ``min(1, exp(gain / T))``; ``T`` falls
-    geometrically from three times to a tenth of the mean absolute weight over
-    ``n_sweeps`` sweeps. The draws come from ``random_state``, so the cut is
-    deterministic. The best cut seen (after every sweep, over all replicas, then
-    made 1-flip optimal) is returned only if its exactly recomputed value is at
-    least that of the rounded cut; otherwise the rounded cut is. The phase can
+    The improvement phase (``local_search="tempering"`` or ``"annealing"``):
+    the rounded cut is made 1-flip optimal, then ``n_replicas`` copies of it
+    run together as the columns of an ``n x n_replicas`` sign matrix. A greedy
+    colouring (largest degree first) splits the vertices into classes that
+    share no edge, so a whole class is offered flips at once through one sparse
+    product, each flip accepted with the Metropolis probability
+    ``min(1, exp(gain / T))``. Annealing lowers ``T`` for all replicas
+    together, geometrically from three times to a tenth of the mean absolute
+    weight over ``n_sweeps`` sweeps. Tempering gives each replica its own fixed
+    ``T``, on a geometric ladder from ``0.5 sigma`` down to ``0.08 sigma``,
+    ``sigma = sqrt(mean_i sum_j w_ij**2)`` the typical field of a vertex in a
+    random cut, and after every sweep lets replicas at neighbouring
+    temperatures swap them with the probability that keeps each at its
+    Boltzmann distribution: the cold replicas keep receiving the good cuts the
+    hot ones find, which is what plain annealing, frozen after its cooling,
+    cannot do (with the defaults, on the degree-12 Gset graphs G14-G18, 1 to 9
+    more edges on each for the same sweeps: 15,193 against 15,174 summed). The
+    draws come from ``random_state``, so the cut is deterministic. The best cut
+    seen (after every sweep, over all replicas, then made 1-flip optimal) is
+    returned only if its exactly recomputed value is at least that of the
+    rounded cut; otherwise the rounded cut is. The phase can
     therefore only raise the cut: the rounding's guarantee (its cut is at least
     the expected Goemans-Williamson cut of the SDP vectors, ``expected_gw_cut_``,
     hence at least 0.878 times the SDP value for non-negative weights) holds for
@@ -435,7 +470,10 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "curvature_tol": [Interval(Real, 0, None, closed="left"), None],
         "rounding_rank": [Interval(Integral, 1, None, closed="left"), None],
-        "local_search": [StrOptions({"annealing", "tabu", "1-flip"}), None],
+        "local_search": [
+            StrOptions({"auto", "tempering", "annealing", "tabu", "1-flip"}),
+            None,
+        ],
         "n_tabu_moves": [Interval(Integral, 0, None, closed="left"), None],
         "n_sweeps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_replicas": [
@@ -460,7 +498,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         tol=1e-3,
         curvature_tol=None,
         rounding_rank=3,
-        local_search="annealing",
+        local_search="auto",
         n_tabu_moves=None,
         n_sweeps="auto",
         n_replicas="auto",
@@ -630,7 +668,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             spins, _ = tabu_search(adjacency, spins, moves, rng)
         elif self.local_search == "1-flip":
             spins, _ = one_flip(adjacency, spins)
-        elif self.local_search == "annealing":
+        elif self.local_search is not None:
             spins = self._anneal(adjacency, spins, rng, classes)
         timings["local_search"] = time.perf_counter() - t
         # The bound's continuation comes after every draw the cut depends on
@@ -719,29 +757,49 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         return mu
 
     def _anneal(self, adjacency, spins, rng, classes):
-        """Annealing from the 1-flip-optimal rounded cut; never returns less."""
+        """Tempering or annealing from the 1-flip-optimal rounded cut.
+
+        Never returns less than the rounded cut.
+        """
         start, _ = one_flip(adjacency, spins)
+        method = _improvement_method(spins.size, self.local_search)
         n_sweeps, n_replicas = _annealing_budget(
             spins.size, self.n_sweeps, self.n_replicas
         )
         if n_sweeps == 0:
             return start
-        best, _ = anneal(
-            adjacency,
-            start,
-            n_sweeps=n_sweeps,
-            n_replicas=n_replicas,
-            temperatures=_ANNEALING_TEMPERATURES,
-            rng=rng,
-            classes=classes,
-        )
+        if method == "tempering" and n_replicas >= 2:
+            # The field of vertex i in a random cut has variance sum_j w_ij**2.
+            sigma = float(np.sqrt(np.mean(adjacency.multiply(adjacency).sum(axis=1))))
+            hottest, coldest = _TEMPERING_LADDER
+            best, _ = temper(
+                adjacency,
+                start,
+                n_sweeps=n_sweeps,
+                n_replicas=n_replicas,
+                temperatures=(hottest * sigma, coldest * sigma),
+                rng=rng,
+                classes=classes,
+            )
+        else:
+            # One replica has no ladder to exchange along: it is annealed.
+            method = "annealing"
+            best, _ = anneal(
+                adjacency,
+                start,
+                n_sweeps=n_sweeps,
+                n_replicas=n_replicas,
+                temperatures=_ANNEALING_TEMPERATURES,
+                rng=rng,
+                classes=classes,
+            )
         best, _ = one_flip(adjacency, best)
         # The guarantee of the rounding is kept by an exact comparison, not by
         # the gains the chains accumulated in floating point.
         start_cut, best_cut = cut_value(adjacency, start), cut_value(adjacency, best)
         if self.verbose:
             print(
-                f"[DeterministicMaxCut] annealing: {len(classes)} colour classes, "
+                f"[DeterministicMaxCut] {method}: {len(classes)} colour classes, "
                 f"{n_replicas} replicas x {n_sweeps} sweeps; cut "
                 f"{start_cut:.6g} -> {max(start_cut, best_cut):.6g} (scaled weights)",
                 flush=True,
