@@ -138,11 +138,14 @@ class _ActivePairs:
         """Exact all-pairs extremes and the pairs within ``band`` of them.
 
         A blocked pass over all pairs at a map ``M0`` keeps the candidate pairs,
-        those with ratios within a margin of the extremes. Every ratio moves by at
-        most ``||M^T M - M0^T M0||_2`` from ``M0`` to ``M`` (the ratio is
-        ``d^T M^T M d / |d|^2``), so while the candidates' extremes lie beyond the
-        margin minus that movement, no other pair can be extreme, and the
-        candidates alone give the exact all-pairs extremes. Otherwise a new pass.
+        those with ratios within a margin of the extremes. From ``M0`` to ``M``
+        a ratio ``d^T M^T M d / |d|^2`` changes by ``d^T Delta d / |d|^2`` with
+        ``Delta = M^T M - M0^T M0``: by at most ``lambda_max(Delta)`` upwards and
+        ``-lambda_min(Delta)`` downwards (see :func:`_ratio_movement`). While the
+        candidates' smallest ratio stays below the low margin lowered by that
+        fall, and their largest above the high margin raised by that rise, no
+        other pair can be extreme, and the candidates alone give the exact
+        all-pairs extremes. Otherwise a new pass.
 
         Returns ``(r_min, r_max, low, high)`` as :meth:`_PairScanner.scan`.
         """
@@ -154,16 +157,16 @@ class _ActivePairs:
         for attempt in range(0 if self.complete else 2):
             if self.candidates is None or attempt:
                 self._new_candidates(M, n_side, band)
-            rows, cols, d2, gram0, lo_limit, hi_limit = self.candidates
+            rows, cols, d2, M0, lo_limit, hi_limit = self.candidates
             if rows.size == 0:
                 return np.inf, -np.inf, (rows, cols), (rows, cols)
             Y = self.X @ M.T
             diff = Y[rows] - Y[cols]
             r = np.einsum("ij,ij->i", diff, diff) / d2
-            # The Frobenius norm bounds the spectral norm, at a fraction of its cost.
-            moved = np.linalg.norm(M.T @ M - gram0) + SCAN_SLACK * abs(hi_limit)
+            fall, rise = _ratio_movement(M, M0)
+            slack = SCAN_SLACK * abs(hi_limit)
             r_min, r_max = float(r.min()), float(r.max())
-            if r_min <= lo_limit - moved and r_max >= hi_limit + moved:
+            if r_min <= lo_limit - fall - slack and r_max >= hi_limit + rise + slack:
                 break
         lo = np.flatnonzero(r <= r_min * np.exp(band))
         hi = np.flatnonzero(r >= r_max * np.exp(-band))
@@ -186,7 +189,7 @@ class _ActivePairs:
         # Every pair left out lies between these limits (at M).
         lo_limit = self._limit(M, low, max) if low[0].size else -np.inf
         hi_limit = self._limit(M, high, min) if high[0].size else np.inf
-        self.candidates = (rows, cols, d2, M.T @ M, lo_limit, hi_limit)
+        self.candidates = (rows, cols, d2, M.copy(), lo_limit, hi_limit)
 
     def _limit(self, M, pairs, pick):
         d2 = exact_sq_dists(self.X, *pairs)
@@ -400,6 +403,25 @@ def certify_stage(
     )
     pairs.stats["certify_s"] += time.perf_counter() - start
     return z, 0, certificate
+
+
+def _ratio_movement(M, M0):
+    """How far any pair's ratio can fall and rise from the map ``M0`` to ``M``.
+
+    Returns ``(-lambda_min(Delta), lambda_max(Delta))``, both at least 0, for
+    ``Delta = M^T M - M0^T M0``: the ratio of a pair ``d`` changes by the
+    Rayleigh quotient ``d^T Delta d / |d|^2``. ``Delta = A^T S A`` with
+    ``A = [M; M0]`` and ``S = diag(I, -I)`` has rank at most ``2k``; with
+    ``A^T = Q R`` its non-zero eigenvalues are those of the ``2k x 2k`` matrix
+    ``R S R^T`` (the rest are 0). Exact, and up to ``sqrt(2k)`` times tighter
+    than the Frobenius norm of ``Delta`` on each side.
+    """
+    k = M.shape[0]
+    A = np.vstack([M, M0])
+    R = np.linalg.qr(A.T, mode="r")
+    sign = np.concatenate([np.ones(k), -np.ones(k)])
+    eig = np.linalg.eigvalsh((R * sign) @ R.T)
+    return max(0.0, -float(eig[0])), max(0.0, float(eig[-1]))
 
 
 def _scale_free(r_min, r_max):

@@ -22,8 +22,10 @@ COINCIDENT_RTOL = 1e-10
 STORE_BYTES_64 = 1 << 28
 STORE_BYTES_32 = 1 << 30
 
-# Elements of one block of the pairwise scan (bounds its temporary memory).
+# Elements of one block of the pairwise scan (bounds its temporary memory), and
+# the fewest blocks of a scan (see row_blocks).
 BLOCK_ELEMENTS = 1 << 22
+MIN_BLOCKS = 16
 
 
 # Sparse input with more stored-as-dense elements than this is never densified
@@ -48,9 +50,9 @@ def fit_bytes(X, n_components):
         span = 3 * n * n * 8
     else:
         span = 3 * n * d * 8
-    n_pairs = n * (n - 1) // 2
     # As _PairScanner decides: float64 distances, float32 ones, or none.
-    stored = 12 * n_pairs if 12 * n_pairs <= STORE_BYTES_64 else 8 * n_pairs
+    elements = stored_elements(n)
+    stored = 8 * elements if 8 * elements <= STORE_BYTES_64 else 4 * elements
     stored = stored if stored <= STORE_BYTES_32 else 0
     k = d if n_components == "auto" else n_components
     return span + n * rank * 8 + stored + 4 * BLOCK_ELEMENTS * 8 + 4 * k * d * 8
@@ -150,9 +152,14 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
 class _PairScanner:
     """Ratios of all pairs of rows of the centred data ``X``, block by block.
 
-    Squared distances come from the Gram matrix of the centred data (a BLAS product
-    per block), and are stored while they fit (``STORE_BYTES_64``,
-    ``STORE_BYTES_32``).
+    A block is ``rows_per_block`` rows against every later row, a dense
+    ``(b - a, n - a)`` array whose entries ``j > i`` are the pairs (the rest,
+    and coincident pairs, are NaN). Squared distances come from the Gram matrix
+    of the centred data (a BLAS product per block); their reciprocals are
+    stored, as dense blocks, while they fit (``STORE_BYTES_64`` in float64,
+    ``STORE_BYTES_32`` in float32: a relative round-off of 6e-8, far inside
+    ``SCAN_SLACK``), so that a pass is one product and a few in-place
+    operations per block; beyond, they are recomputed at every pass.
     """
 
     def __init__(self, X):
@@ -161,34 +168,41 @@ class _PairScanner:
         self.n = n
         self.sq_norms = np.einsum("ij,ij->i", X, X)
         self.threshold = COINCIDENT_RTOL * max(self.sq_norms.max(initial=0.0), 1e-300)
-        rows_per_block = max(1, BLOCK_ELEMENTS // max(n, 1))
-        self.blocks = [
-            (a, min(n, a + rows_per_block)) for a in range(0, n, rows_per_block)
-        ]
+        self.blocks = row_blocks(n)
+        # Multiplying by -2 once here, not once per block entry.
+        self._X_m2 = -2.0 * X
+        self._tril = {}
         self.stored = None
-        n_pairs = n * (n - 1) // 2
-        # Bytes per stored pair: a 4-byte index and the distance.
-        itemsize = 8 if 12 * n_pairs <= STORE_BYTES_64 else 4
-        if (4 + itemsize) * n_pairs <= STORE_BYTES_32:
-            # Per block: the flat indices of the valid pairs (upper triangle, not
-            # coincident) and their squared distances, so that a pass is one
-            # product, one gather and one division per block.
-            dtype = np.float64 if itemsize == 8 else np.float32
-            self.stored = []
-            for a, b in self.blocks:
-                d2 = self._sq_dists(a, b)
-                flat = np.flatnonzero(d2 > self.threshold)
-                # Blocks have at most BLOCK_ELEMENTS < 2**31 entries.
-                self.stored.append(
-                    (flat.astype(np.int32), d2.ravel()[flat].astype(dtype))
-                )
+        elements = stored_elements(n)
+        if 8 * elements <= STORE_BYTES_64:
+            dtype = np.float64
+        elif 4 * elements <= STORE_BYTES_32:
+            dtype = np.float32
+        else:
+            return
+        self.stored = [
+            self._inv_sq_dists(a, b).astype(dtype, copy=False) for a, b in self.blocks
+        ]
 
-    def _sq_dists(self, a, b):
-        X, nrm = self.X, self.sq_norms
-        d2 = nrm[a:b, None] + nrm[None, a:] - 2.0 * (X[a:b] @ X[a:].T)
-        # Only the strict upper triangle (j > i) is used.
-        d2[np.tril_indices(b - a, 0, m=self.n - a)] = np.nan
-        return d2
+    def _lower(self, m):
+        """Mask of the entries ``j <= i`` of a block's leading ``m x m`` square."""
+        if m not in self._tril:
+            self._tril[m] = np.tril(np.ones((m, m), dtype=bool))
+        return self._tril[m]
+
+    def _gram_block(self, Z, Z_m2, norms, a, b):
+        """``|z_i|^2 + |z_j|^2 - 2 z_i.z_j`` for ``i`` in ``a:b``, ``j >= a``."""
+        out = Z[a:b] @ Z_m2[a:].T
+        out += norms[a:b, None]
+        out += norms[None, a:]
+        return out
+
+    def _inv_sq_dists(self, a, b):
+        """``1 / |x_i - x_j|^2`` of a block: NaN where ``j <= i`` or coincident."""
+        d2 = self._gram_block(self.X, self._X_m2, self.sq_norms, a, b)
+        d2[:, : b - a][self._lower(b - a)] = np.nan
+        np.copyto(d2, np.nan, where=d2 <= self.threshold)
+        return np.divide(1.0, d2, out=d2)
 
     def scan(self, Y, n_extreme=0, band=np.inf, range_fraction=0.0):
         """Ratios of all pairs under ``Y = X M^T``.
@@ -198,90 +212,106 @@ class _PairScanner:
         below ``r_min * exp(band)`` and above ``r_max * exp(-band)``, each as an
         ``(rows, cols)`` pair of index arrays. The band is widened to
         ``range_fraction * log(r_max / r_min)`` if that is wider.
+
+        One pass: each side keeps the ``n_extreme`` most extreme pairs seen so
+        far, and a block contributes only its entries beyond the current
+        ``n_extreme``-th (one comparison per pair and side, no sort of a block).
         """
-        if self.stored is not None:
-            return self._scan_stored(Y, n_extreme, band, range_fraction)
         y_norms = np.einsum("ij,ij->i", Y, Y)
-        r_min, r_max = np.inf, -np.inf
-        cand_lo = [], [], []
-        cand_hi = [], [], []
-        for a, b in self.blocks:
-            d2 = self._sq_dists(a, b)
-            q = y_norms[a:b, None] + y_norms[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
-            valid = d2 > self.threshold  # False on NaN (the lower triangle)
-            if not valid.any():
-                continue
-            flat = np.flatnonzero(valid)
-            r = np.maximum(q.ravel()[flat], 0.0) / d2.ravel()[flat]
-            r_min = min(r_min, r.min())
-            r_max = max(r_max, r.max())
-            if n_extreme:
-                m = min(n_extreme, r.size)
-                for cand, part in ((cand_lo, r), (cand_hi, -r)):
-                    sel = (
-                        np.argpartition(part, m - 1)[:m] if m < r.size else slice(None)
-                    )
-                    rows, cols = np.divmod(flat[sel], self.n - a)
-                    cand[0].append(rows + a)
-                    cand[1].append(cols + a)
-                    cand[2].append(part[sel])
-        low = high = (np.empty(0, dtype=np.intp),) * 2
-        if n_extreme and cand_lo[0]:
-            if range_fraction and r_min > 0:
-                band = max(band, range_fraction * np.log(r_max / r_min))
-            low = self._best(cand_lo, n_extreme, r_min * np.exp(band))
-            high = self._best(cand_hi, n_extreme, -r_max * np.exp(-band))
-        return r_min, r_max, low, high
+        Y_m2 = -2.0 * Y
+        m = max(n_extreme, 1)
+        low, high = _MostExtreme(m, 1.0), _MostExtreme(m, -1.0)
+        for index, (a, b) in enumerate(self.blocks):
+            r = self._gram_block(Y, Y_m2, y_norms, a, b)
+            np.maximum(r, 0.0, out=r)
+            if self.stored is not None:
+                r *= self.stored[index]
+            else:
+                r *= self._inv_sq_dists(a, b)
+            low.add(r, a, self.n - a)
+            high.add(r, a, self.n - a)
+        r_min, low = low.result()
+        r_max, high = high.result()
+        if not n_extreme or not np.isfinite(r_min):
+            empty = (np.empty(0, dtype=np.intp),) * 2
+            return float(r_min), float(r_max), empty, empty
+        if range_fraction and r_min > 0:
+            band = max(band, range_fraction * np.log(r_max / r_min))
+        return (
+            float(r_min),
+            float(r_max),
+            low.within(r_min * np.exp(band)),
+            high.within(r_max * np.exp(-band)),
+        )
 
-    def _scan_stored(self, Y, n_extreme, band, range_fraction):
-        """The pass with stored distances: ratios first, then the band's pairs."""
-        y_norms = np.einsum("ij,ij->i", Y, Y)
-        r_min, r_max = np.inf, -np.inf
-        ratios = []
-        for (a, b), (flat, d2) in zip(self.blocks, self.stored, strict=True):
-            if flat.size == 0:
-                ratios.append(None)
-                continue
-            q = y_norms[a:b, None] + y_norms[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
-            r = np.maximum(q.ravel()[flat], 0.0) / d2
-            r_min = min(r_min, r.min())
-            r_max = max(r_max, r.max())
-            if n_extreme:
-                ratios.append(r)
-        low = high = (np.empty(0, dtype=np.intp),) * 2
-        if n_extreme and np.isfinite(r_min):
-            # Only the pairs inside the band are candidates: one comparison per
-            # pair, then a partition of the (few) candidates.
-            if range_fraction and r_min > 0:
-                band = max(band, range_fraction * np.log(r_max / r_min))
-            lo_limit, hi_limit = r_min * np.exp(band), r_max * np.exp(-band)
-            cand_lo = [], [], []
-            cand_hi = [], [], []
-            for (a, _), (flat, _), r in zip(
-                self.blocks, self.stored, ratios, strict=True
-            ):
-                if r is None:
-                    continue
-                for cand, sel, key in (
-                    (cand_lo, np.flatnonzero(r <= lo_limit), r),
-                    (cand_hi, np.flatnonzero(r >= hi_limit), -r),
-                ):
-                    rows, cols = np.divmod(flat[sel], self.n - a)
-                    cand[0].append(rows + a)
-                    cand[1].append(cols + a)
-                    cand[2].append(key[sel])
-            low = self._best(cand_lo, n_extreme, np.inf)
-            high = self._best(cand_hi, n_extreme, np.inf)
-        return float(r_min), float(r_max), low, high
 
-    @staticmethod
-    def _best(cand, m, limit):
-        rows, cols, key = (np.concatenate(c) for c in cand)
-        if key.size > m:
-            sel = np.argpartition(key, m - 1)[:m]
-            rows, cols, key = rows[sel], cols[sel], key[sel]
-        inside = key <= limit
+class _MostExtreme:
+    """The ``m`` smallest (``sign=1``) or largest (``sign=-1``) ratios seen so far.
+
+    A block's entries enter only if they beat the current ``m``-th (NaN never
+    does); the pool is cut back to ``m`` when it doubles, so after the first
+    blocks almost nothing enters and the cost is one comparison per entry.
+    """
+
+    def __init__(self, m, sign):
+        self.m = m
+        self.sign = sign
+        self.limit = np.inf  # keys (sign * ratio) above it cannot enter
+        self.parts = []
+        self.size = 0
+
+    def add(self, r, a, width):
+        if self.sign > 0:
+            sel = np.flatnonzero(r <= self.limit)
+        else:
+            sel = np.flatnonzero(r >= -self.limit)
+        if sel.size == 0:
+            return
+        rows, cols = np.divmod(sel, width)
+        self.parts.append((rows + a, cols + a, self.sign * r.ravel()[sel]))
+        self.size += sel.size
+        if self.size >= 2 * self.m:
+            self._cut()
+
+    def _cut(self):
+        rows, cols, key = (np.concatenate(p) for p in zip(*self.parts, strict=True))
+        if key.size > self.m:
+            keep = np.argpartition(key, self.m - 1)[: self.m]
+            rows, cols, key = rows[keep], cols[keep], key[keep]
+            self.limit = key.max()
+        self.parts = [(rows, cols, key)]
+        self.size = key.size
+
+    def result(self):
+        """The extreme ratio (inf / -inf if none) and the pool itself."""
+        if not self.parts:
+            return self.sign * np.inf, self
+        self._cut()
+        return self.sign * self.parts[0][2].min(), self
+
+    def within(self, limit):
+        """The pool's pairs with ratios on the extreme side of ``limit``."""
+        if not self.parts:
+            return (np.empty(0, dtype=np.intp),) * 2
+        rows, cols, key = self.parts[0]
+        inside = key <= self.sign * limit
         return rows[inside], cols[inside]
+
+
+def row_blocks(n):
+    """The ``(a, b)`` row ranges of a pass over ``n`` points.
+
+    At most ``BLOCK_ELEMENTS`` entries per block, and at least
+    ``MIN_BLOCKS`` blocks: the first block seeds the pools of the most extreme
+    pairs (every entry enters), the later ones are filtered against them.
+    """
+    rows_per_block = max(1, min(BLOCK_ELEMENTS // max(n, 1), -(-n // MIN_BLOCKS)))
+    return [(a, min(n, a + rows_per_block)) for a in range(0, n, rows_per_block)]
+
+
+def stored_elements(n):
+    """Entries of the dense blocks of a pass over ``n`` points."""
+    return sum((b - a) * (n - a) for a, b in row_blocks(n))
 
 
 def all_pairs(X):
