@@ -107,7 +107,7 @@ def anneal(
     best = S[:, 0].copy()
     t_start, t_end = temperatures
     for temperature in np.geomspace(t_start, t_end, n_sweeps):
-        _sweep(spans, S, 1.0 / temperature, gain_so_far, rng)
+        _sweep(spans, S, temperature, gain_so_far, rng)
         leader = int(np.argmax(gain_so_far))
         if gain_so_far[leader] > best_gain + eps:
             best_gain = float(gain_so_far[leader])
@@ -193,11 +193,12 @@ def _tempering_chain(spans, start, n_sweeps, n_replicas, temperatures, rng):
     S = np.repeat(start[:, None], n_replicas, axis=1)
     gain_so_far = np.zeros(n_replicas)
     # Rung k of the ladder (hottest first) and the replica that holds it.
-    rung_beta = 1.0 / np.geomspace(temperatures[0], temperatures[1], n_replicas)
+    rung_temperature = np.geomspace(temperatures[0], temperatures[1], n_replicas)
+    rung_beta = 1.0 / rung_temperature
     replica_at = np.arange(n_replicas)
-    beta = rung_beta.copy()
+    temperature = rung_temperature.copy()
     for sweep in range(n_sweeps):
-        _sweep(spans, S, beta, gain_so_far, rng)
+        _sweep(spans, S, temperature, gain_so_far, rng)
         # Rungs k (hotter) and k + 1 (colder); the cuts differ by the
         # accumulated gains, the common start cancelling.
         hot = np.arange(sweep % 2, n_replicas - 1, 2)
@@ -207,7 +208,7 @@ def _tempering_chain(spans, start, n_sweeps, n_replicas, temperatures, rng):
         )
         swap = hot[log_ratio + rng.standard_exponential(hot.size) >= 0.0]
         replica_at[swap], replica_at[swap + 1] = replica_at[swap + 1], replica_at[swap]
-        beta[replica_at] = rung_beta
+        temperature[replica_at] = rung_temperature
         yield S, gain_so_far, replica_at
 
 
@@ -228,18 +229,23 @@ def _class_spans(adjacency, classes):
     return order, spans, eps
 
 
-def _sweep(spans, S, beta, gain_so_far, rng):
+def _sweep(spans, S, temperature, gain_so_far, rng):
     """One Metropolis sweep of every replica (column of ``S``), class by class.
 
-    ``beta`` is the inverse temperature, a scalar or one per replica;
-    ``S`` and ``gain_so_far`` are updated in place.
+    ``temperature`` is a scalar or one per replica; ``S`` and ``gain_so_far``
+    are updated in place.
     """
+    # Metropolis: accept with probability min(1, exp(gain / T)), i.e. when
+    # gain / T >= log(u) = -E for E ~ Exp(1) (never log(0)), i.e. when
+    # gain >= -T E. The thresholds of the whole sweep are drawn at once: on
+    # small graphs the sweep's cost is numpy calls per class, not arithmetic.
+    threshold = rng.standard_exponential(S.shape)
+    threshold *= -np.asarray(temperature)
     for a, b, block in spans:
         s = S[a:b]
-        gain = s * (block @ S)
-        # Metropolis: accept with probability min(1, exp(beta * gain)), i.e.
-        # when beta * gain >= log(u) = -E for E ~ Exp(1) (never log(0)).
-        flip = beta * gain + rng.standard_exponential(gain.shape) >= 0.0
+        gain = block @ S
+        gain *= s
+        flip = gain >= threshold[a:b]
         # The accepted gains, column by column (einsum: half the time of a
         # masked reduction).
         gain_so_far += np.einsum("ij,ij->j", gain, flip)
