@@ -205,19 +205,48 @@ def test_blocked_scan_matches_brute_force(monkeypatch):
     X = rng.standard_normal((40, 7))
     X -= X.mean(0)
     Y = X @ rng.standard_normal((7, 3))
+    i, j = np.triu_indices(40, 1)
+    r = np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1)
+    order = np.argsort(r)
+    expected_low = {(i[p], j[p]) for p in order[:5]}
+    expected_high = {(i[p], j[p]) for p in order[-5:]}
     for store in (True, False):
         monkeypatch.setattr(_pairs, "STORE_BYTES_64", 1 << 30 if store else 0)
         monkeypatch.setattr(_pairs, "STORE_BYTES_32", 1 << 30 if store else 0)
-        r_min, r_max, low, high = _PairScanner(X).scan(Y, n_extreme=5)
-        i, j = np.triu_indices(40, 1)
-        r = np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1)
-        assert r_min == pytest.approx(r.min(), rel=1e-10)
-        assert r_max == pytest.approx(r.max(), rel=1e-10)
-        order = np.argsort(r)
-        expected_low = {(i[p], j[p]) for p in order[:5]}
-        expected_high = {(i[p], j[p]) for p in order[-5:]}
-        assert set(zip(*low, strict=True)) == expected_low
-        assert set(zip(*high, strict=True)) == expected_high
+        scanner = _PairScanner(X)
+        # The first pass is float64, the second float32 (the smallest distance
+        # is known by then), with a round-off bound it must respect.
+        for rel, float32 in ((1e-10, False), (None, True)):
+            r_min, r_max, low, high = scanner.scan(Y, n_extreme=5)
+            assert (scanner.error > 0) == float32
+            if float32:
+                assert abs(r_min - r.min()) <= scanner.error
+                assert abs(r_max - r.max()) <= scanner.error
+                # The bound is rigorous, not tight: the actual error is far below.
+                assert abs(r_min - r.min()) < 1e-5 * r.min()
+            else:
+                assert r_min == pytest.approx(r.min(), rel=rel)
+                assert r_max == pytest.approx(r.max(), rel=rel)
+            assert set(zip(*low, strict=True)) == expected_low
+            assert set(zip(*high, strict=True)) == expected_high
+
+
+def test_float32_passes_stay_float64_near_duplicates():
+    # Two points 1e-3 apart: the float32 round-off bound (through 1 / the
+    # smallest distance) would swamp the spread of the ratios, so every pass
+    # stays float64 and exact to round-off.
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((30, 6))
+    X[1] = X[0] + 1e-3
+    X -= X.mean(0)
+    Y = X @ rng.standard_normal((6, 3))
+    scanner = _PairScanner(X)
+    i, j = np.triu_indices(30, 1)
+    r = np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1)
+    for _ in range(2):
+        r_min, r_max, _, _ = scanner.scan(Y, n_extreme=3)
+        assert scanner.error == 0.0
+        assert r_max == pytest.approx(r.max(), rel=1e-9)
 
 
 def test_duplicates_and_constant_features_give_finite_results():

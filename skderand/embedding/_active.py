@@ -187,8 +187,12 @@ class _ActivePairs:
         keep = d2 > self.scanner.threshold
         rows, cols, d2 = rows[keep], cols[keep], d2[keep]
         # Every pair left out lies between these limits (at M).
-        lo_limit = self._limit(M, low, max) if low[0].size else -np.inf
-        hi_limit = self._limit(M, high, min) if high[0].size else np.inf
+        # A float32 pass ranks the pairs with ratios off by at most `error`: a
+        # pair left out can lie 2 * error below the largest exact ratio kept on
+        # the low side (and above the smallest kept on the high side).
+        error = 2.0 * self.scanner.error
+        lo_limit = self._limit(M, low, max) - error if low[0].size else -np.inf
+        hi_limit = self._limit(M, high, min) + error if high[0].size else np.inf
         self.candidates = (rows, cols, d2, M.copy(), lo_limit, hi_limit)
 
     def _limit(self, M, pairs, pick):

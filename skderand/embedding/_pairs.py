@@ -22,6 +22,13 @@ COINCIDENT_RTOL = 1e-10
 STORE_BYTES_64 = 1 << 28
 STORE_BYTES_32 = 1 << 30
 
+# Float32 passes: the round-off bound of scan() is multiplied by this margin,
+# and a pass runs in float32 only while that bound is at most this share of the
+# spread of the ratios (the candidates' margins, a large share of the spread,
+# then shrink by at most 2 * 2 %).
+FLOAT32_SAFETY = 2.0
+FLOAT32_MAX_SHARE = 0.02
+
 # Elements of one block of the pairwise scan (bounds its temporary memory), and
 # the fewest blocks of a scan (see row_blocks).
 BLOCK_ELEMENTS = 1 << 22
@@ -172,6 +179,14 @@ class _PairScanner:
         # Multiplying by -2 once here, not once per block entry.
         self._X_m2 = -2.0 * X
         self._tril = {}
+        # 1 / the smallest squared distance of a non-coincident pair: known after
+        # the first pass (at once, when the distances are stored). It bounds the
+        # round-off of a float32 pass (see scan).
+        self.max_inv = None
+        # Bound on |scanned ratio - exact ratio| over all pairs in the last scan,
+        # and the spread r_max - r_min it saw (none yet: the first is float64).
+        self.error = 0.0
+        self.spread = 0.0
         self.stored = None
         elements = stored_elements(n)
         if 8 * elements <= STORE_BYTES_64:
@@ -183,6 +198,13 @@ class _PairScanner:
         self.stored = [
             self._inv_sq_dists(a, b).astype(dtype, copy=False) for a, b in self.blocks
         ]
+        self.max_inv = max(
+            (float(np.fmax.reduce(inv, axis=None)) for inv in self.stored if inv.size),
+            default=0.0,
+        )
+        if not np.isfinite(self.max_inv):
+            # Every entry NaN: no pair to scan.
+            self.max_inv = 0.0
 
     def _lower(self, m):
         """Mask of the entries ``j <= i`` of a block's leading ``m x m`` square."""
@@ -216,22 +238,59 @@ class _PairScanner:
         One pass: each side keeps the ``n_extreme`` most extreme pairs seen so
         far, and a block contributes only its entries beyond the current
         ``n_extreme``-th (one comparison per pair and side, no sort of a block).
+
+        Once the smallest pair distance is known, the embedded Gram form runs
+        in float32 (half the time): ``self.error`` is then a bound on how far
+        every scanned ratio (``r_min``, ``r_max`` and the selection included)
+        can lie from the exact one, for the caller to widen its margins by
+        (0 for a float64 pass, whose round-off ``SCAN_SLACK`` covers).
         """
         y_norms = np.einsum("ij,ij->i", Y, Y)
+        k = Y.shape[1]
+        unit = 2.0**-24
+        q_error = np.inf
+        if self.max_inv is not None:
+            # Higham's bound for the float32 Gram form: rounding Y, its norms, a
+            # k-term dot product and two additions move q = |y_i - y_j|^2 by at
+            # most about (k + 8) u (|y_i|^2 + |y_j|^2 + 2 |y_i| |y_j|) <=
+            # 4 (k + 8) u max|y|^2 (u = 2^-24), i.e. the ratio by that times
+            # 1 / min d2; the stored reciprocal and the product add 3 u
+            # relative. FLOAT32_SAFETY doubles the whole.
+            q_error = 4.0 * (k + 8) * unit * y_norms.max(initial=0.0) * self.max_inv
+        # Float32 only while its error bound is a small share of the spread of
+        # the ratios (at the last pass): near-duplicate points (a tiny smallest
+        # distance) or a map whose ratios all but coincide keep float64.
+        float32 = q_error <= FLOAT32_MAX_SHARE * self.spread
+        if float32:
+            Y = Y.astype(np.float32)
+            y_norms = y_norms.astype(np.float32)
         Y_m2 = -2.0 * Y
         m = max(n_extreme, 1)
         low, high = _MostExtreme(m, 1.0), _MostExtreme(m, -1.0)
+        max_inv = 0.0
         for index, (a, b) in enumerate(self.blocks):
             r = self._gram_block(Y, Y_m2, y_norms, a, b)
             np.maximum(r, 0.0, out=r)
             if self.stored is not None:
                 r *= self.stored[index]
             else:
-                r *= self._inv_sq_dists(a, b)
+                inv = self._inv_sq_dists(a, b)
+                if not float32 and inv.size:
+                    max_inv = np.fmax(max_inv, np.fmax.reduce(inv, axis=None))
+                r *= inv
             low.add(r, a, self.n - a)
             high.add(r, a, self.n - a)
         r_min, low = low.result()
         r_max, high = high.result()
+        if float32:
+            self.error = FLOAT32_SAFETY * (
+                q_error + 3.0 * unit * max(abs(r_max), abs(r_min), 0.0)
+            )
+        else:
+            self.error = 0.0
+            if self.stored is None:
+                self.max_inv = float(max_inv) if np.isfinite(max_inv) else 0.0
+        self.spread = float(r_max - r_min) if np.isfinite(r_min) else 0.0
         if not n_extreme or not np.isfinite(r_min):
             empty = (np.empty(0, dtype=np.intp),) * 2
             return float(r_min), float(r_max), empty, empty
