@@ -16,7 +16,9 @@ with ``--large``, clustered low-rank-plus-noise sets of n = 20,000 and 50,000
 points: fit time, peak memory of the fit (in a fresh process) and the exact
 all-pairs distortion (blocked passes) against Gaussian projections and PCA.
 Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
-for the large rows only).
+for the large rows only, ``--only digits`` for some data sets of the main table,
+``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``), so that
+each timed run stays short.
 """
 
 import argparse
@@ -104,7 +106,7 @@ def split(est):
     )
 
 
-def main(quick=False):
+def main(quick=False, only=None, extras=True):
     print(
         f"# load average {os.getloadavg()}, BLAS threads: OMP_NUM_THREADS="
         f"{os.environ.get('OMP_NUM_THREADS')}, OPENBLAS_NUM_THREADS="
@@ -120,6 +122,8 @@ def main(quick=False):
     print("-" * len(header))
     for name, X in datasets().items():
         if quick and name.startswith("digits"):
+            continue
+        if only is not None and not any(name.startswith(o) for o in only):
             continue
         rng = np.random.default_rng(1)
         order = rng.permutation(X.shape[0])
@@ -158,9 +162,10 @@ def main(quick=False):
         "'derandomized' (scale: its final scale_).\nratio: learned / GRP median. "
         "GRP/SRP: Gaussian/Sparse RandomProjection over 20 seeds."
     )
-    breast_cancer()
-    smallest_k_gaussian()
-    sparse_text()
+    if extras:
+        breast_cancer()
+        smallest_k_gaussian()
+        sparse_text()
     print(f"# load average at the end {os.getloadavg()}")
 
 
@@ -325,6 +330,17 @@ if __name__ == "__main__":
         help="the large rows only (default 20000x100 50000x50)",
     )
     parser.add_argument("--sparse", action="store_true", help="the sparse row only")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="main-table data sets whose names start with these (no extra rows)",
+    )
+    parser.add_argument(
+        "--extras",
+        action="store_true",
+        help="breast_cancer and the n_components='auto' search only",
+    )
     args = parser.parse_args()
     if args.large is not None:
         sizes = args.large or ["20000x100", "50000x50"]
@@ -332,5 +348,12 @@ if __name__ == "__main__":
     elif args.sparse:
         print(f"# load average {os.getloadavg()}")
         sparse_text()
+    elif args.extras:
+        print(f"# load average {os.getloadavg()}")
+        breast_cancer()
+        smallest_k_gaussian()
+        print(f"# load average at the end {os.getloadavg()}")
+    elif args.only:
+        main(only=args.only, extras=False)
     else:
         main(quick=args.quick)
