@@ -121,10 +121,13 @@ class LearnedJLTransformer(
         converged. The exact extremes come from a blocked pass over all pairs
         (BLAS products of row blocks, memory of one block) that keeps candidate
         pairs near the extremes; until the map has moved enough for another
-        pair to overtake them (a bound by ``||M^T M - M_0^T M_0||``), the
-        candidates alone give the exact extremes and no new pass is needed.
-        The squared distances of all pairs are stored while they fit in 1 GiB
-        (in float32 beyond 256 MiB; recomputed block by block beyond).
+        pair to overtake them (a bound by the extreme eigenvalues of
+        ``M^T M - M_0^T M_0``), the candidates alone give the exact extremes
+        and no new pass is needed. The reciprocal squared distances of all
+        pairs are stored while they fit in 1 GiB (in float32 beyond 256 MiB,
+        about 8,000 points; recomputed block by block beyond about 23,000).
+        Once the smallest pair distance is known, passes run in float32 with a
+        rigorous round-off bound that widens the candidates' margins.
     polish : bool, default=True
         After the final stage, minimize the true worst distortion (not its
         smoothing) on the active set by prox-linear steps: each step linearizes
