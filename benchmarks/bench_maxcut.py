@@ -1,8 +1,9 @@
 """DeterministicMaxCut against dwave-samplers' annealing and tabu, in one run.
 
 For each graph: our default fit (derandomized Goemans-Williamson rounding, then
-the annealing phase) with its cut, certified upper bound, cut / bound, ratio to
-the best-known cut (Gset only), the cut before the improvement phase, and the
+the improvement phase: replica exchange up to 5,000 vertices, annealing beyond)
+with its cut, certified upper bound, cut / bound, ratio to the best-known cut
+(Gset only), the cut before the improvement phase, and the
 wall time of each stage; then, on the same graph and in the same process,
 
 - ``SimulatedAnnealingSampler`` (dwave-samplers, C++): 10 reads, the number of
@@ -354,7 +355,8 @@ def main(argv=None):
     )
     print(
         "# ours: DeterministicMaxCut() defaults; stage columns: SDP, dual bound, "
-        "derandomized rounding, improvement (annealing), total fit (wall s).\n"
+        "derandomized rounding, improvement (replica exchange up to 5,000 "
+        "vertices, annealing beyond), total fit (wall s).\n"
         f"# SA: dwave-samplers SimulatedAnnealingSampler, {args.sa_reads} reads, "
         "sweeps calibrated to our wall time; tabu: TabuSampler, 1 read, timeout = "
         "our wall time.\n# rnded: cut (or ratio) before the improvement phase; "

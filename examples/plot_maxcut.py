@@ -88,12 +88,13 @@ plt.show()
 # %%
 # The improvement phase
 # ---------------------
-# By default the rounded cut is then improved by simulated annealing: 16
-# replicas, one colour class of vertices flipped at a time by one sparse
-# product, seeded so that the cut is the same on every run. The best cut seen
-# is kept only if it beats the rounded one, so the guarantee of the rounding
-# (at least the expected GW cut) carries over.
+# By default the rounded cut is then improved by replica exchange (parallel
+# tempering): 16 replicas, each at its own temperature, one colour class of
+# vertices flipped at a time by one sparse product, neighbouring temperatures
+# swapping replicas after every sweep, seeded so that the cut is the same on
+# every run. The best cut seen is kept only if it beats the rounded one, so the
+# guarantee of the rounding (at least the expected GW cut) carries over.
 improved = DeterministicMaxCut(affinity="precomputed").fit(A)
 print(f"rounded cut            {improved.rounded_cut_value_:8.1f}")
-print(f"after annealing        {improved.cut_value_:8.1f}")
+print(f"after the improvement  {improved.cut_value_:8.1f}")
 print(f"cut / certified bound  {improved.cut_value_ / improved.upper_bound_:8.4f}")
