@@ -602,6 +602,29 @@ def test_separation_probability_gw_limit():
     )
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_separation_probability_series_matches_owens_t(seed):
+    # Below |rho| = 1e-3 Mehler's series replaces Owen's T; the truncation
+    # error is bounded by 4e-16 (Cramer's inequality), so the two forms agree
+    # to round-off, also for means far in the tails and in mixed arrays.
+    from skderand.maxcut._rounding import _SERIES_MAX_RHO, _separation_owen
+
+    rng = np.random.default_rng(seed)
+    h = rng.standard_normal(5_000) * rng.choice([0.3, 2.0, 8.0], 5_000)
+    k = rng.standard_normal(5_000) * rng.choice([0.3, 2.0, 8.0], 5_000)
+    rho = rng.uniform(-_SERIES_MAX_RHO, _SERIES_MAX_RHO, 5_000)
+    np.testing.assert_allclose(
+        separation_probability(h, k, rho), _separation_owen(h, k, rho), atol=2e-15
+    )
+    # Mixed: every other correlation too large for the series.
+    rho[::2] = rng.uniform(-0.9, 0.9, rho[::2].size)
+    mixed = separation_probability(h, k, rho)
+    np.testing.assert_allclose(mixed, _separation_owen(h, k, rho), atol=2e-15)
+    assert separation_probability(h[1], k[1], rho[1]) == pytest.approx(
+        mixed[1], abs=1e-16
+    )
+
+
 def test_separation_probability_matches_monte_carlo():
     rng = np.random.default_rng(0)
     n_samples = 400_000
