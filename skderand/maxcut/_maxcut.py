@@ -51,12 +51,14 @@ _ANNEALING_TEMPERATURES = (3.0, 0.1)
 # size of a gain, whatever the degree and the weights' signs: 3.5 on the
 # degree-12 unit-weight Gset graphs, 6.9 on the degree-48 ones). The hottest
 # rung keeps replicas moving between basins, the coldest one (0.08 sigma) is a
-# near-descent that settles into their local optima. Chosen on Gset (G2, G11,
-# G14-G18, G22, two seeds, 16 replicas x 2,000 sweeps from the rounded cut):
-# summed over G14-G18, (0.5, 0.08) gives 15,154-15,158, (0.6, 0.06) 15,151,
-# (0.4, 0.1) 15,145-15,152; a fixed (2.0, 0.3) for every graph is as good on
-# the degree-12 graphs but loses 15-20 on G22 (degree 20) and G2 (degree 48),
-# and (0.8, 0.05) loses up to 28 on G22.
+# near-descent that settles into their local optima. Chosen on Gset (two
+# seeds, 16 replicas x 2,000 sweeps from the rounded cut): summed over G14,
+# G16, G17 and G18 (degree 12), (0.5, 0.08) gives 12,146 and 12,142,
+# (0.6, 0.06) 12,142 / 12,141, (0.8, 0.05) 12,140 / 12,142, (0.4, 0.1)
+# 12,142 / 12,132; on G22 (degree 20) 13,357 / 13,358 against 13,355 / 13,356
+# for (0.6, 0.06) and 13,330 / 13,353 for (0.8, 0.05). A ladder in units of
+# the weights instead, (2.0, 0.2) for every graph, loses 8-19 edges on G2
+# (degree 48) and 9-15 on G22.
 _TEMPERING_LADDER = (0.5, 0.08)
 # n_replicas="auto": up to this many vertices, _AUTO_REPLICAS_SMALL replicas,
 # beyond it one. On small graphs Python's overhead per colour class dominates,
