@@ -72,13 +72,23 @@ _TEMPERING_LADDER = (0.5, 0.08)
 # four 6,842-6,848 in 0.8 s; 1,000 sweeps of eight 6,874 in 3.3 s).
 _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
-# n_sweeps="auto" with several replicas: 4 sweeps per vertex, between 100 and
-# 2,000 (2,000 x 16 replicas reach the best-known cut of the toroidal G11 and
-# G12 for each of three seeds, 1,600 for two of three; smaller graphs settle
-# sooner, and on dense small graphs, one vertex per colour class, a sweep costs
-# a Python step per vertex).
+# n_sweeps="auto" with several replicas: 4 sweeps per vertex (smaller graphs
+# settle sooner, and on dense small graphs, one vertex per colour class, a
+# sweep costs a Python step per vertex), at least 100, at most 4,000, and at
+# most _AUTO_SWEEPS_WORK_SMALL / (n + nnz / _ENTRIES_PER_VERTEX_COST) sweeps.
+# That last cap is a budget of work: a 16-replica sweep was measured to cost
+# about 0.24 us per vertex and a thirteenth of that per stored adjacency entry
+# (G11 0.25 ms, G14 0.41 ms, G1 0.91 ms, G22 0.98 ms a sweep). It gives the
+# dense Gset graphs about 2,700 sweeps (G1-G10; 2,000 before, fits 3.2-3.9 s
+# at load 1.0-1.5), G22 about 2,000, and the cheap sparse ones up to 4,000,
+# where the fit is short and more sweeps are what finds the last edges
+# (G9 2,053 -> 2,054, G13 580 -> 582, G46 6,647 -> 6,649, G47 6,656 -> 6,657,
+# the best-known cuts, with 3,000 sweeps instead of 2,000; the other 23 Gset
+# cuts unchanged).
 _AUTO_SWEEPS_MIN = 100
-_AUTO_SWEEPS_MAX = 2_000
+_AUTO_SWEEPS_MAX = 4_000
+_AUTO_SWEEPS_WORK_SMALL = 10_000_000
+_ENTRIES_PER_VERTEX_COST = 13
 # ... with one replica: _AUTO_SWEEPS_WORK / n sweeps, between 5,000 and 10,000
 # (about 5 s per 100,000 vertices and 1,000 sweeps; 5,000 sweeps at
 # n = 100,000 beat dwave-samplers' default annealing, 1,000 sweeps, on the
@@ -95,13 +105,25 @@ def _improvement_method(n_vertices, local_search):
     return local_search
 
 
-def _annealing_budget(n_vertices, n_sweeps, n_replicas):
-    """``(n_sweeps, n_replicas)`` with the "auto" values resolved."""
+def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
+    """``(n_sweeps, n_replicas)`` with the "auto" values resolved.
+
+    ``n_entries`` is the number of stored entries of the adjacency matrix
+    (twice the edges).
+    """
     if n_replicas == "auto":
         n_replicas = _AUTO_REPLICAS_SMALL if n_vertices <= _AUTO_REPLICAS_MAX_N else 1
     if n_sweeps == "auto":
         if n_vertices <= _AUTO_REPLICAS_MAX_N:
-            n_sweeps = min(_AUTO_SWEEPS_MAX, max(_AUTO_SWEEPS_MIN, 4 * n_vertices))
+            sweep_cost = n_vertices + n_entries // _ENTRIES_PER_VERTEX_COST
+            n_sweeps = max(
+                _AUTO_SWEEPS_MIN,
+                min(
+                    _AUTO_SWEEPS_MAX,
+                    4 * n_vertices,
+                    _AUTO_SWEEPS_WORK_SMALL // sweep_cost,
+                ),
+            )
         else:
             n_sweeps = min(
                 _AUTO_SWEEPS_LONG_MAX,
@@ -285,11 +307,13 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     n_sweeps : int or "auto", default="auto"
         Budget of the tempering and the annealing: sweeps over all vertices, each
         offering every vertex one flip in every replica. A count of moves, not a
-        time, so that the cut does not depend on the machine. ``"auto"`` means
-        ``min(2000, max(100, 4 * n_vertices))`` up to 5,000 vertices (chains on
-        small graphs settle in fewer sweeps, and on dense small graphs, one
-        vertex per colour class, a sweep costs a Python step per vertex), and
-        ``min(10000, max(5000, 10**8 // n_vertices))`` beyond.
+        time, so that the cut does not depend on the machine. ``"auto"`` means,
+        up to 5,000 vertices, ``4 * n_vertices`` sweeps (chains on small graphs
+        settle in fewer sweeps) but at most 4,000 and at most
+        ``10**7 // (n_vertices + n_entries // 13)``, ``n_entries`` the stored
+        entries of the adjacency matrix (a budget of work: a sweep costs about
+        as much per vertex as per 13 entries), and at least 100; beyond 5,000
+        vertices, ``min(10000, max(5000, 10**8 // n_vertices))``.
     n_replicas : int or "auto", default="auto"
         Chains of the tempering (one per temperature) or the annealing, run
         together as the columns of one sign matrix (one sparse product per
@@ -780,7 +804,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         start, _ = one_flip(adjacency, spins)
         method = _improvement_method(spins.size, self.local_search)
         n_sweeps, n_replicas = _annealing_budget(
-            spins.size, self.n_sweeps, self.n_replicas
+            spins.size, adjacency.nnz, self.n_sweeps, self.n_replicas
         )
         if n_sweeps == 0:
             return start
