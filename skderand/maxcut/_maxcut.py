@@ -74,20 +74,22 @@ _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
 # n_sweeps="auto" with several replicas: 4 sweeps per vertex (smaller graphs
 # settle sooner, and on dense small graphs, one vertex per colour class, a
-# sweep costs a Python step per vertex), at least 100, at most 4,000, and at
-# most _AUTO_SWEEPS_WORK_SMALL / (n + nnz / _ENTRIES_PER_VERTEX_COST) sweeps.
-# That last cap is a budget of work: a 16-replica sweep was measured to cost
-# about 0.24 us per vertex and a thirteenth of that per stored adjacency entry
-# (G11 0.25 ms, G14 0.41 ms, G1 0.91 ms, G22 0.98 ms a sweep). It gives the
-# dense Gset graphs about 2,700 sweeps (G1-G10; 2,000 before, fits 3.2-3.9 s
-# at load 1.0-1.5), G22 about 2,000, and the cheap sparse ones up to 4,000,
+# sweep costs a Python step per vertex), at least 100, at most 4,000; between
+# 2,000 and 4,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 13) sweeps, a budget
+# of work: a 16-replica sweep was measured to cost about 0.24 us per vertex and
+# a thirteenth of that per stored adjacency entry (G11 0.25 ms, G14 0.41 ms,
+# G1 0.91 ms, G22 0.98 ms a sweep). The dense Gset graphs keep about 2,000
+# sweeps (G1-G10 2,133, G22 2,000: their fits are the longest, 3.2-3.9 s at
+# load 1.0-1.5), the cheaper ones get more (G11-G21 3,200, G43-G47 3,154),
 # where the fit is short and more sweeps are what finds the last edges
 # (G9 2,053 -> 2,054, G13 580 -> 582, G46 6,647 -> 6,649, G47 6,656 -> 6,657,
 # the best-known cuts, with 3,000 sweeps instead of 2,000; the other 23 Gset
-# cuts unchanged).
+# cuts unchanged). A budget of 10**7 (G1-G10 2,666 sweeps, G43-G47 3,943)
+# took 12 of 27 Gset fits over 5 s on a slow machine state.
 _AUTO_SWEEPS_MIN = 100
 _AUTO_SWEEPS_MAX = 4_000
-_AUTO_SWEEPS_WORK_SMALL = 10_000_000
+_AUTO_SWEEPS_BASE = 2_000
+_AUTO_SWEEPS_WORK_SMALL = 8_000_000
 _ENTRIES_PER_VERTEX_COST = 13
 # ... with one replica: _AUTO_SWEEPS_WORK / n sweeps, between 5,000 and 10,000
 # (about 5 s per 100,000 vertices and 1,000 sweeps; 5,000 sweeps at
@@ -116,13 +118,9 @@ def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
     if n_sweeps == "auto":
         if n_vertices <= _AUTO_REPLICAS_MAX_N:
             sweep_cost = n_vertices + n_entries // _ENTRIES_PER_VERTEX_COST
+            by_work = max(_AUTO_SWEEPS_BASE, _AUTO_SWEEPS_WORK_SMALL // sweep_cost)
             n_sweeps = max(
-                _AUTO_SWEEPS_MIN,
-                min(
-                    _AUTO_SWEEPS_MAX,
-                    4 * n_vertices,
-                    _AUTO_SWEEPS_WORK_SMALL // sweep_cost,
-                ),
+                _AUTO_SWEEPS_MIN, min(_AUTO_SWEEPS_MAX, 4 * n_vertices, by_work)
             )
         else:
             n_sweeps = min(
@@ -309,11 +307,12 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         offering every vertex one flip in every replica. A count of moves, not a
         time, so that the cut does not depend on the machine. ``"auto"`` means,
         up to 5,000 vertices, ``4 * n_vertices`` sweeps (chains on small graphs
-        settle in fewer sweeps) but at most 4,000 and at most
-        ``10**7 // (n_vertices + n_entries // 13)``, ``n_entries`` the stored
-        entries of the adjacency matrix (a budget of work: a sweep costs about
-        as much per vertex as per 13 entries), and at least 100; beyond 5,000
-        vertices, ``min(10000, max(5000, 10**8 // n_vertices))``.
+        settle in fewer sweeps), at least 100, but at most
+        ``8 * 10**6 // (n_vertices + n_entries // 13)`` clipped to
+        [2000, 4000], ``n_entries`` the stored entries of the adjacency matrix
+        (a budget of work: a sweep costs about as much per vertex as per 13
+        entries, and cheap sweeps get more of them); beyond 5,000 vertices,
+        ``min(10000, max(5000, 10**8 // n_vertices))``.
     n_replicas : int or "auto", default="auto"
         Chains of the tempering (one per temperature) or the annealing, run
         together as the columns of one sign matrix (one sparse product per
