@@ -80,7 +80,7 @@ def demo_maxcut():
         f"{mc.grad_norm_:.1e}, min Hessian eig {mc.min_hessian_eig_:.1e}, "
         f"{mc.n_stages_} alpha stages"
     )
-    print("  after the annealing phase (the default local_search):")
+    print('  after the improvement phase (local_search="auto": replica exchange):')
     report_cut(mc, elapsed)
     print()
 
