@@ -103,18 +103,13 @@ def anneal(
     order, spans, eps = _class_spans(adjacency, classes)
     S = np.repeat(spins[order][:, None], n_replicas, axis=1)
     gain_so_far = np.zeros(n_replicas)
-    best_gain = 0.0
-    best = S[:, 0].copy()
-    t_start, t_end = temperatures
-    for temperature in np.geomspace(t_start, t_end, n_sweeps):
-        _sweep(spans, S, temperature, gain_so_far, rng)
-        leader = int(np.argmax(gain_so_far))
-        if gain_so_far[leader] > best_gain + eps:
-            best_gain = float(gain_so_far[leader])
-            best = S[:, leader].copy()
-    result = np.empty_like(spins)
-    result[order] = best
-    return result, best_gain
+
+    def chain():
+        for temperature in np.geomspace(temperatures[0], temperatures[1], n_sweeps):
+            _sweep(spans, S, temperature, gain_so_far, rng)
+            yield S, gain_so_far
+
+    return _best_seen(chain(), spins, order, eps)
 
 
 def temper(
@@ -168,11 +163,24 @@ def temper(
         raise ValueError(f"Tempering needs at least 2 replicas; got {n_replicas}.")
     spins = np.asarray(spins, dtype=np.float64)
     order, spans, eps = _class_spans(adjacency, classes)
+    chain = _tempering_chain(
+        spans, spins[order], n_sweeps, n_replicas, temperatures, rng
+    )
+    return _best_seen(((S, gains) for S, gains, _ in chain), spins, order, eps)
+
+
+def _best_seen(states, spins, order, eps):
+    """The best replica over a chain's states, in the caller's vertex order.
+
+    ``states`` yields ``(S, gain_so_far)`` after every sweep, in the vertex
+    order ``order`` of the colour classes; a replica replaces the best one only
+    when it gains more than the round-off ``eps`` over it. Returns ``(best,
+    best_gain)`` as :func:`anneal` and :func:`temper` do: ``spins`` and 0 when
+    nothing better was seen.
+    """
     best_gain = 0.0
     best = spins[order]
-    for S, gain_so_far, _ in _tempering_chain(
-        spans, spins[order], n_sweeps, n_replicas, temperatures, rng
-    ):
+    for S, gain_so_far in states:
         leader = int(np.argmax(gain_so_far))
         if gain_so_far[leader] > best_gain + eps:
             best_gain = float(gain_so_far[leader])
