@@ -160,9 +160,7 @@ class _ActivePairs:
             rows, cols, d2, M0, lo_limit, hi_limit = self.candidates
             if rows.size == 0:
                 return np.inf, -np.inf, (rows, cols), (rows, cols)
-            Y = self.X @ M.T
-            diff = Y[rows] - Y[cols]
-            r = np.einsum("ij,ij->i", diff, diff) / d2
+            r = self._exact_ratios(M, rows, cols, d2)
             fall, rise = _ratio_movement(M, M0)
             slack = SCAN_SLACK * abs(hi_limit)
             r_min, r_max = float(r.min()), float(r.max())
@@ -206,6 +204,7 @@ class _ActivePairs:
         )
 
     def _exact_ratios(self, M, rows, cols, d2):
+        """The ratios of the pairs ``(rows, cols)`` under ``M``, exactly."""
         Y = self.X @ M.T
         diff = Y[rows] - Y[cols]
         return np.einsum("ij,ij->i", diff, diff) / d2
@@ -243,9 +242,7 @@ class _ActivePairs:
 
     # -- the active set -----------------------------------------------------------
     def ratios(self, M):
-        Y = self.X @ M.T
-        diff = Y[self.rows] - Y[self.cols]
-        return np.einsum("ij,ij->i", diff, diff) / self.d2
+        return self._exact_ratios(M, self.rows, self.cols, self.d2)
 
     def _set(self, rows, cols):
         """Make ``(rows, cols)`` (i < j) the active set, with exact distances."""
