@@ -181,6 +181,32 @@ def test_gradient_matches_finite_differences(cls, algorithm):
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("beta", [7.0, 300.0])
+@pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
+def test_hessp_matches_finite_differences_of_the_gradient(cls, beta):
+    # The certificate's Lanczos runs on these exact products (direct map); at
+    # sharpness 300 most pairs' soft-max weights underflow and are skipped.
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((25, 6))
+    X -= X.mean(0)
+    if cls is _PairObjective:
+        rows, cols, d2 = all_pairs(X)
+        obj = cls(X, rows, cols, d2, 3, derandomized=False, penalty=0.3)
+    else:
+        obj = cls(X, 1e-12, 3, derandomized=False, penalty=0.3)
+    obj.beta = beta
+    z = 0.5 * rng.standard_normal(18)
+    for v in (rng.standard_normal(18), np.eye(18)[4]):
+        exact = obj.hessp(z, v)
+        h = 1e-5
+        numeric = (obj(z + h * v)[1] - obj(z - h * v)[1]) / (2 * h)
+        scale = np.abs(numeric).max()
+        np.testing.assert_allclose(exact, numeric, rtol=0, atol=1e-6 * scale)
+    # Symmetric: u . H v == v . H u.
+    u, v = rng.standard_normal((2, 18))
+    assert u @ obj.hessp(z, v) == pytest.approx(v @ obj.hessp(z, u), rel=1e-9)
+
+
 def test_pair_and_gram_objectives_agree():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((20, 5))

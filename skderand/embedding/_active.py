@@ -382,12 +382,15 @@ class _ActivePairs:
                 # is the inf-norm (a little beyond is left to the certifying solver).
                 "gtol": tol / np.sqrt(z.size),
                 "ftol": 1e-13,
-                "maxcor": 20,
+                "maxcor": LBFGS_MEMORY,
             },
         )
         self.stats["solve_s"] += time.perf_counter() - start
         return res.x, int(res.nit), int(res.nit) < max_iter
 
+
+# Correction pairs of the stages' L-BFGS.
+LBFGS_MEMORY = 20
 
 # Iterations the certifying solver may add to the final stage's rounds, and its
 # Lanczos budget (the smallest Hessian eigenvalue is exact below this many
@@ -410,9 +413,14 @@ def certify_stage(
     """
     start = time.perf_counter()
     rank = pairs.X.shape[1]
+    # Exact Hessian-vector products for the direct map (one evaluation each,
+    # against two gradients for a central difference); the derandomized
+    # surrogate's go through central differences.
+    hessp = None if objective.derandomized else objective.hessp
     res = minimize_sosp(
         objective,
         z,
+        hessp=hessp,
         method="lbfgs",
         tol=tol,
         curvature_tol=curvature_tol,
@@ -431,6 +439,7 @@ def certify_stage(
     certificate = sosp_certificate(
         objective,
         z,
+        hessp=hessp,
         tol=tol,
         curvature_tol=curvature_tol,
         max_lanczos_iter=LANCZOS_ITER,

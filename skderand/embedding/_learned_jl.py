@@ -198,9 +198,11 @@ class LearnedJLTransformer(
         embed (all points coincide): the surrogate is then constant.
     min_hessian_eig_ : float
         Certificate: smallest Hessian eigenvalue of the same surrogate there
-        (Lanczos). With ``grad_norm_`` it certifies a second-order stationary
-        point of the *smooth surrogate*; it does not certify a global optimum of
-        the worst-case distortion. The surrogate is invariant under the map's
+        (Lanczos, on exact Hessian-vector products for ``algorithm="direct"``
+        and on central differences of gradients for ``"derandomized"``). With
+        ``grad_norm_`` it certifies a second-order stationary point of the
+        *smooth surrogate*; it does not certify a global optimum of the
+        worst-case distortion. The surrogate is invariant under the map's
         overall scale except for the centring term, so one eigenvalue is small
         but not negative.
     curvature_tol_ : float
@@ -511,10 +513,12 @@ class LearnedJLTransformer(
                     )
         else:
             # The random start is returned: its certificate, on the same surrogate.
+            objective = pairs.objective(k, betas[-1], **kwargs)
             best = best._replace(
                 certificate=sosp_certificate(
-                    pairs.objective(k, betas[-1], **kwargs),
+                    objective,
                     z_start,
+                    hessp=None if derandomized else objective.hessp,
                     tol=self.tol,
                     curvature_tol=curvature_tol,
                     max_lanczos_iter=LANCZOS_ITER,

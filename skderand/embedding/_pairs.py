@@ -402,6 +402,12 @@ class _PairObjective:
     ``LSE(beta (m_p + beta v_p / 2)) / beta``; likewise for ``-l``. The lemma's
     penalty ``alpha * k * sigma^2`` is added. At ``sigma = 0`` this is the
     direct surrogate exactly.
+
+    Every derivative with respect to ``M`` is a sum over pairs of ``w_p (M d_p)
+    d_p^T``, i.e. ``(L_w Y)^T X`` with ``Y = X M^T`` and ``L_w`` the graph
+    Laplacian of the pair weights ``w``; subclasses differ only in how they
+    form the pairs' embedded squared distances and apply ``L_w``. For the direct
+    map, :meth:`hessp` is the exact Hessian-vector product (see its docstring).
     """
 
     def __init__(self, X, rows, cols, d2, n_components, *, derandomized, penalty):
@@ -417,12 +423,17 @@ class _PairObjective:
             (data, (idx, np.concatenate([ri, ci]))), shape=(m, used.size)
         )
         self.BT = self.B.T.tocsr()
+        self._setup(d2, n_components, derandomized, penalty)
+
+    def _setup(self, d2, n_components, derandomized, penalty):
         self.d2 = d2
         self.k = n_components
-        self.d = X.shape[1]
+        self.d = self.X.shape[1]
         self.derandomized = derandomized
         self.penalty = penalty
         self.beta = 1.0
+        # The last point's pair quantities, for Hessian-vector products there.
+        self._at = None
 
     def split(self, z):
         kd = self.k * self.d
@@ -430,23 +441,76 @@ class _PairObjective:
         sigma = z[kd] if self.derandomized else 0.0
         return M, sigma
 
+    # -- the pairs: embedded squared distances and Laplacian products ----------
+    def _sq_dists(self, Y):
+        """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses."""
+        diff = self.B @ Y
+        return np.einsum("ij,ij->i", diff, diff), diff
+
+    def _dots(self, Y, V, diff):
+        """``(y_i - y_j) . (v_i - v_j)`` of the pairs."""
+        return np.einsum("ij,ij->i", diff, self.B @ V)
+
+    def _laplacian(self, w, Y, diff=None):
+        """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs."""
+        if diff is None:
+            diff = self.B @ Y
+        return self.BT @ (w[:, None] * diff)
+
+    # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
+    # for the pair weights c = 2 d f / d r / ||d||^2.
+    _gradient = _laplacian
+
     def ratios(self, M):
-        diff = self.B @ (self.X @ M.T)
-        return np.einsum("ij,ij->i", diff, diff) / self.d2
+        return self._sq_dists(self.X @ M.T)[0] / self.d2
 
     def __call__(self, z):
         M, sigma = self.split(z)
-        diff = self.B @ (self.X @ M.T)
-        q = np.einsum("ij,ij->i", diff, diff)
-        value, d_r, d_sigma = _surrogate(
-            q / self.d2, sigma, self.k, self.beta, self.penalty
-        )
-        # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2, accumulated through B^T.
-        coef = 2.0 * d_r / self.d2
-        grad_M = (self.BT @ (coef[:, None] * diff)).T @ self.X
+        Y = self.X @ M.T
+        q, diff = self._sq_dists(Y)
+        # A collapsed pair (r = 0) gets a tiny floor so that the log stays finite.
+        r = np.maximum(np.maximum(q, 0.0) / self.d2, 1e-300)
+        if sigma == 0.0:
+            value, d_r, d_l, soft = _direct_surrogate(r, self.beta)
+            self._at = (z.copy(), Y, q, diff, d_l, soft)
+            d_sigma = 0.0
+        else:
+            value, d_r, d_sigma = _surrogate(r, sigma, self.k, self.beta, self.penalty)
+        grad_M = self._gradient(2.0 * d_r / self.d2, Y, diff).T @ self.X
         if not self.derandomized:
             return value, grad_M.ravel()
         return value, np.append(grad_M.ravel(), d_sigma)
+
+    def hessp(self, z, v):
+        """Exact Hessian-vector product of the direct surrogate at ``z``.
+
+        With ``g = d f / d l`` and ``H_l`` the Hessian in the log-ratios (of the
+        two log-sum-exps, ``beta (diag(pi) - pi pi^T)`` each, and of the centring
+        term, ``1 1^T / m^2``), and for a direction ``V`` the pair quantities
+        ``s_p = (M d_p) . (V d_p)``, ``dl_p = 2 s_p / q_p``:
+        ``H[V] = sum_p (alpha_p M d_p + gamma_p V d_p) d_p^T`` with
+        ``alpha_p = 2 (H_l dl)_p / q_p - 4 g_p s_p / q_p^2`` and
+        ``gamma_p = 2 g_p / q_p``. One product costs about one evaluation, half
+        the two gradients of a central difference, and has no truncation error.
+        Only for the direct map (``sigma`` fixed at 0).
+        """
+        if self.derandomized:
+            raise NotImplementedError("hessp is exact for the direct map only.")
+        if self._at is None or not np.array_equal(self._at[0], z):
+            self(z)
+        _, Y, q, diff, g, soft = self._at
+        V = self.X @ v.reshape(self.k, self.d).T
+        s = self._dots(Y, V, diff)
+        q = np.maximum(q, 1e-300)
+        dl = 2.0 * s / q
+        a = np.full(q.size, dl.sum() / q.size**2)
+        for pi in soft:
+            t = pi * dl
+            a += self.beta * (t - pi * t.sum())
+        alpha = 2.0 * a / q - 4.0 * g * s / (q * q)
+        gamma = 2.0 * g / q
+        out = self._laplacian(alpha, Y, diff) + self._laplacian(gamma, V)
+        return (out.T @ self.X).ravel()
 
 
 class _GramObjective(_PairObjective):
@@ -458,47 +522,52 @@ class _GramObjective(_PairObjective):
 
     def __init__(self, X, threshold, n_components, *, derandomized, penalty):
         self.X = X
+        n = X.shape[0]
         sq = np.einsum("ij,ij->i", X, X)
         d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
         # Each pair once: the strict upper triangle.
-        valid = np.triu(d2 > threshold, 1)
-        self.valid = np.flatnonzero(valid)
-        self.d2 = d2.ravel()[self.valid]
-        self.n = X.shape[0]
-        self.k = n_components
-        self.d = X.shape[1]
-        self.derandomized = derandomized
-        self.penalty = penalty
-        self.beta = 1.0
+        self.valid = np.flatnonzero(np.triu(d2 > threshold, 1))
+        self.rows, self.cols = np.divmod(self.valid, n)
+        # The same pairs' entries of a transposed n x n matrix.
+        self.valid_t = self.cols * n + self.rows
+        self.n = n
+        # Pair weights go into the strict upper triangle of this buffer; the
+        # other entries stay 0.
+        self._weights = np.zeros((n, n))
+        self._setup(d2.ravel()[self.valid], n_components, derandomized, penalty)
 
-    def ratios(self, M):
-        Y = self.X @ M.T
+    def _sq_dists(self, Y):
         sq = np.einsum("ij,ij->i", Y, Y)
-        q = sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T)
-        return np.maximum(q.ravel()[self.valid], 0.0) / self.d2
+        gram = (Y @ Y.T).ravel()
+        return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
 
-    def __call__(self, z):
-        M, sigma = self.split(z)
-        Y = self.X @ M.T
-        sq = np.einsum("ij,ij->i", Y, Y)
-        q = sq[:, None] + sq[None, :] - 2.0 * (Y @ Y.T)
-        value, d_r, d_sigma = _surrogate(
-            np.maximum(q.ravel()[self.valid], 0.0) / self.d2,
-            sigma,
-            self.k,
-            self.beta,
-            self.penalty,
-        )
-        C = np.zeros(self.n * self.n)
-        C[self.valid] = d_r / self.d2
-        C = C.reshape(self.n, self.n)
-        C += C.T
+    def _dots(self, Y, V, diff):
+        cross = (Y @ V.T).ravel()
+        own = np.einsum("ij,ij->i", Y, V)
+        return own[self.rows] + own[self.cols] - cross[self.valid] - cross[self.valid_t]
+
+    def _laplacian(self, w, Y, diff=None):
+        W = self._weights
+        W.ravel()[self.valid] = w
+        # A column of ones gives the degrees (row and column sums of the upper
+        # triangle) within the same two products.
+        Y1 = np.empty((self.n, Y.shape[1] + 1))
+        Y1[:, :-1] = Y
+        Y1[:, -1] = 1.0
+        out = W @ Y1
+        out += W.T @ Y1
+        return out[:, -1:] * Y - out[:, :-1]
+
+    def _gradient(self, c, Y, diff=None):
+        # The symmetric weight matrix itself (and not the two triangles of
+        # _laplacian): the stages' trajectories, hence their local optima, are
+        # bit-identical to those of the full-matrix form used so far.
+        W = self._weights
+        # Halving and doubling are exact in floating point.
+        W.ravel()[self.valid] = 0.5 * c
+        C = W + W.T
         # d/dY of sum_{i<j} C_ij ||y_i - y_j||^2 = 2 (diag(C 1) - C) Y, C symmetric.
-        grad_Y = 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
-        grad_M = grad_Y.T @ self.X
-        if not self.derandomized:
-            return value, grad_M.ravel()
-        return value, np.append(grad_M.ravel(), d_sigma)
+        return 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
 
 
 # Terms more than SOFTMAX_CUTOFF below the largest of a log-sum-exp weigh less
@@ -506,6 +575,20 @@ class _GramObjective(_PairObjective):
 # less than float64 round-off, so they are left out of the exponential (which,
 # at high sharpness, spends its time on underflowing arguments).
 SOFTMAX_CUTOFF = 50.0
+
+
+def _direct_surrogate(r, beta):
+    """The direct surrogate from the ratios (``r`` already floored).
+
+    Returns the value, its derivatives in the ratios and in their logs, and the
+    two soft-max weight vectors (which :meth:`_PairObjective.hessp` reuses).
+    """
+    mlog = np.log(r)
+    centre = mlog.mean()
+    lse, pi_u, pi_l = _soft_extremes(beta * mlog, -beta * mlog)
+    value = lse / beta + 0.5 * centre**2
+    d_l = pi_u - pi_l + centre / mlog.size
+    return value, d_l / r, d_l, (pi_u, pi_l)
 
 
 def _soft_extremes(upper, lower):
@@ -537,11 +620,7 @@ def _surrogate(r, sigma, k, beta, penalty):
     r = np.maximum(r, 1e-300)
     if sigma == 0.0:
         # The direct map (and sigma exactly 0): the log-normal terms vanish.
-        mlog = np.log(r)
-        centre = mlog.mean()
-        lse, pi_u, pi_l = _soft_extremes(beta * mlog, -beta * mlog)
-        value = lse / beta + 0.5 * centre**2
-        d_r = (pi_u - pi_l + centre / mlog.size) / r
+        value, d_r, _, _ = _direct_surrogate(r, beta)
         return value, d_r, 0.0
     s2 = sigma * sigma
     mu = r + k * s2

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from skderand.embedding._active import _scale_free
+from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
 
 # Pairs per side in each step's model: enough for the minimax's active pairs on
 # the benchmark sets (a few dozen carry weight at the optimum), few enough that
@@ -54,20 +54,28 @@ RHO_SHRINK_LIMIT = 1e-8
 DUAL_ITER = 150
 
 
-def _project_simplex(v):
-    """Euclidean projection of ``v`` onto the probability simplex (sort-based)."""
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    ind = np.arange(1, v.size + 1)
-    cond = u - css / ind > 0
-    theta = css[cond][-1] / ind[cond][-1]
-    return np.maximum(v - theta, 0.0)
+def _project_simplices(V):
+    """Euclidean projection of each row of ``V`` onto the probability simplex.
+
+    Sort-based, all rows at once (the dual has two simplices of equal size, and
+    one call per iteration instead of two halves its Python overhead).
+    """
+    n_rows, m = V.shape
+    U = -np.sort(-V, axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    ind = np.arange(1, m + 1)
+    cond = U - css / ind > 0
+    # The last index where the condition holds (it holds at index 0 always).
+    last = m - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(n_rows), last] / (last + 1)
+    return np.maximum(V - theta[:, None], 0.0)
 
 
 def _dual(c, Q, n_high, rho, u0):
     """Maximize ``c.u - rho/2 u^T Q u`` over two simplices (FISTA).
 
-    ``u[:n_high]`` and ``u[n_high:]`` each lie on a probability simplex.
+    ``u[:n_high]`` and ``u[n_high:]`` each lie on a probability simplex, both of
+    size ``n_high``.
     """
     lipschitz = rho * max(np.linalg.eigvalsh(Q)[-1], 1e-300)
     step = 1.0 / lipschitz
@@ -77,9 +85,7 @@ def _dual(c, Q, n_high, rho, u0):
     for _ in range(DUAL_ITER):
         g = c - rho * (Q @ z)
         w = z + step * g
-        u_new = np.concatenate(
-            [_project_simplex(w[:n_high]), _project_simplex(w[n_high:])]
-        )
+        u_new = _project_simplices(w.reshape(2, n_high)).ravel()
         t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
         z = u_new + ((t - 1.0) / t_new) * (u_new - u)
         if np.abs(u_new - u).max() < 1e-12:
@@ -97,12 +103,23 @@ class _ActiveLogRatios:
         self.X = X[used]
         self.ri, self.ci = inverse[: rows.size], inverse[rows.size :]
         self.log_d2 = np.log(d2)
+        # When the pairs are most of those of few points (every pair, for small
+        # n), the Gram form, as in the smoothed stages' objective, is one BLAS
+        # product instead of a (n_pairs, k) array of differences.
+        n_used = used.size
+        self.gram = n_used <= GRAM_MAX_SAMPLES and 4 * rows.size >= n_used**2
+        self.flat = self.ri * n_used + self.ci
 
     def __call__(self, W):
         Y = self.X @ W.T
-        diff = Y[self.ri] - Y[self.ci]
-        q = np.maximum(np.einsum("ij,ij->i", diff, diff), 1e-300)
-        return np.log(q) - self.log_d2
+        if self.gram:
+            sq = np.einsum("ij,ij->i", Y, Y)
+            gram = (Y @ Y.T).ravel()
+            q = sq[self.ri] + sq[self.ci] - 2.0 * gram[self.flat]
+        else:
+            diff = Y[self.ri] - Y[self.ci]
+            q = np.einsum("ij,ij->i", diff, diff)
+        return np.log(np.maximum(q, 1e-300)) - self.log_d2
 
 
 def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS):
