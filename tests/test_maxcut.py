@@ -242,6 +242,35 @@ def test_search_escapes_one_flip_local_optimum(method, seed):
 
 @pytest.mark.parametrize("search", [anneal, temper])
 @pytest.mark.parametrize("seed", range(3))
+def test_annealing_gain_is_exact_with_integer_weights_in_single_precision(
+    search, seed
+):
+    # Integer weights run the chains in float32: every gain and every sum of
+    # gains is an integer far below 2**24, so the reported gain must equal the
+    # recomputed change exactly, not to round-off. Real weights keep float64.
+    from skderand.maxcut._annealing import _class_spans
+
+    rng = np.random.default_rng(seed)
+    A = gnp(60, 0.3, seed, signed=True) * rng.integers(1, 4, size=(60, 60))
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    assert _class_spans(sparse.csr_matrix(A), None)[1][0][2].dtype == np.float32
+    assert _class_spans(sparse.csr_matrix(0.5 * A), None)[1][0][2].dtype == np.float64
+    start = stuck_start(A, seed)
+    best, gain = search(
+        sparse.csr_matrix(A),
+        start,
+        n_sweeps=200,
+        n_replicas=4,
+        temperatures=(2.0, 0.1),
+        rng=rng,
+    )
+    assert best.dtype == np.float64 and set(np.unique(best)) <= {-1.0, 1.0}
+    assert gain > 0.0
+    assert gain == spins_cut(A, best) - spins_cut(A, start)
+
+
+@pytest.mark.parametrize("search", [anneal, temper])
+@pytest.mark.parametrize("seed", range(3))
 def test_annealing_gain_is_exact_with_real_weights(search, seed):
     # Flipping a whole colour class at once is exact only if the class shares no
     # edge: the reported gain must equal the independently recomputed change.
@@ -635,6 +664,26 @@ def test_separation_probability_series_matches_owens_t(seed):
     assert separation_probability(h[1], k[1], rho[1]) == pytest.approx(
         mixed[1], abs=1e-16
     )
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-5])
+def test_smoothed_cut_per_vertex_tails_match_separation_probability(scale):
+    # The objective computes the series' normal tails once per vertex and
+    # gathers them per edge: the values must be separation_probability's, bit
+    # for bit, in the mixed regime (some edges on Owen's T, some on the series)
+    # and when every edge is on the series.
+    rng = np.random.default_rng(4)
+    n, m, r, tau = 60, 400, 3, 0.1
+    rows = rng.integers(0, n, m)
+    cols = (rows + 1 + rng.integers(0, n - 1, m)) % n
+    objective = SmoothedCut(n, rows, cols, rng.standard_normal(m), r, tau)
+    V = scale * rng.standard_normal((n, r)) / np.sqrt(r)
+    mu = 0.3 * rng.standard_normal(n)
+    s = np.sqrt(tau**2 + np.sum(V * V, axis=1))
+    a = mu / s
+    rho = objective._edge_dots(V) / (s[rows] * s[cols])
+    reference = separation_probability(a[rows], a[cols], rho)
+    assert np.array_equal(objective._separation(a, rho), reference)
 
 
 def test_separation_probability_matches_monte_carlo():
