@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
 from skderand.embedding import _pairs
+from skderand.embedding._learned_jl import _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
     _PairObjective,
@@ -129,6 +130,23 @@ def test_auto_finds_a_small_dimension_reaching_eps():
     # The search is exact for its deterministic fits: one dimension less fails.
     smaller = LearnedJLTransformer(k - 1, random_state=0).fit(X)
     assert smaller.distortion_ > eps
+
+
+def test_power_law_dimension_interpolates_and_stays_inside():
+    # On an exact power law d(k) = 2 / sqrt(k), eps = 0.25 is reached at k = 64.
+    def d(k):
+        return 2.0 / np.sqrt(k)
+
+    assert _power_law_dimension(40, d(40), 100, d(100), 0.25) == 64
+    # Clipped strictly inside (lo, hi), so that the search always progresses:
+    # the crossing at 63.2 rounds to 63, a dimension known to fail.
+    assert _power_law_dimension(63, d(63), 66, d(66), d(63.2)) == 64
+    assert _power_law_dimension(10, d(10), 12, d(12), d(11.9)) == 11
+    # A succeeding hi above eps, or a failing lo below it, is no bracket.
+    assert _power_law_dimension(63, d(63), 71, d(71), 0.2) == 67
+    # No usable pair of distortions: the midpoint.
+    assert _power_law_dimension(0, 1.0, 30, 0.1, 0.2) == 15
+    assert _power_law_dimension(10, 0.3, 30, 0.3, 0.3) == 20
 
 
 def test_auto_never_fails_when_the_jl_bound_exceeds_the_dimension():
