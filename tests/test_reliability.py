@@ -7,6 +7,7 @@ passed is ever modified.
 """
 
 import pickle
+import threading
 import warnings
 
 import numpy as np
@@ -16,8 +17,9 @@ from scipy import sparse
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
+from skderand._threads import one_blas_thread
 from tests.test_common import _public_estimators
 
 ESTIMATOR_CLASSES = _public_estimators()
@@ -244,6 +246,10 @@ def test_same_seed_is_bit_identical_across_n_jobs_and_backends(cls):
             np.testing.assert_array_equal(out, reference)
 
 
+def _blas_threads():
+    return [(p["internal_api"], p["num_threads"]) for p in threadpool_info()]
+
+
 @params
 @pytest.mark.parametrize("random_state", [0, None])
 def test_fit_leaves_global_state_alone(cls, random_state):
@@ -253,13 +259,63 @@ def test_fit_leaves_global_state_alone(cls, random_state):
     X, y = _data(cls)
     np.random.seed(123)  # noqa: NPY002 (the legacy global state is the point)
     state = np.random.get_state()  # noqa: NPY002
-    blas_before = [(p["internal_api"], p["num_threads"]) for p in threadpool_info()]
+    blas_before = _blas_threads()
     _fit(_make(cls, random_state=random_state), X, y)
     after = np.random.get_state()  # noqa: NPY002
     assert state[0] == after[0] and np.array_equal(state[1], after[1])
     assert state[2:] == after[2:]
-    blas_after = [(p["internal_api"], p["num_threads"]) for p in threadpool_info()]
+    blas_after = _blas_threads()
     assert blas_before == blas_after
+
+
+def _set_blas_threads(n):
+    # From a thread that then ends: threadpoolctl lets only the thread that last
+    # set an OpenBLAS limit change it while that thread lives, and the test must
+    # not hold that right itself, or the fits' own limits would be ignored.
+    setter = threading.Thread(
+        target=threadpool_limits, kwargs={"limits": n, "user_api": "blas"}
+    )
+    setter.start()
+    setter.join()
+
+
+@pytest.fixture
+def two_blas_threads():
+    """BLAS at two threads (what fits must restore), put back afterwards."""
+    before = max(p["num_threads"] for p in threadpool_info())
+    _set_blas_threads(2)
+    yield _blas_threads()
+    _set_blas_threads(before)
+
+
+def test_overlapping_holders_restore_the_limit_from_before_both(two_blas_threads):
+    # The order that loses the original limit with one threadpool_limits per
+    # fit: A enters, B enters, A leaves, B leaves.
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    inside = {}
+
+    def first():
+        with one_blas_thread():
+            a_in.set()
+            b_in.wait()
+            inside["a"] = _blas_threads()
+        a_out.set()
+
+    def second():
+        a_in.wait()
+        with one_blas_thread():
+            b_in.set()
+            a_out.wait()
+            inside["b"] = _blas_threads()
+
+    threads = [threading.Thread(target=f) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert inside["a"] == inside["b"]
+    assert all(n == 1 for api, n in inside["b"] if api != "openmp")
+    assert _blas_threads() == two_blas_threads
 
 
 @params

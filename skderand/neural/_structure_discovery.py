@@ -27,7 +27,6 @@ from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from skderand._random import draw_seeds
 from skderand._sklearn_compat import (
@@ -36,6 +35,7 @@ from skderand._sklearn_compat import (
     _fit_context,
     validate_data,
 )
+from skderand._threads import one_blas_thread
 from skderand.neural._network import _loss, _Network
 from skderand.optimize import minimize_sosp
 from skderand.optimize._certificate import record_certificate
@@ -163,9 +163,7 @@ class _DecayPath:
 
     def fit(self, alpha):
         self.net.set_first_decay(alpha)
-        with threadpool_limits(
-            limits=1 if self.single_thread else None, user_api="blas"
-        ):
+        with one_blas_thread(self.single_thread):
             self.theta = minimize(
                 lambda t: self.net.loss_grad(t, self.X, self.Y),
                 self.theta,
@@ -318,7 +316,7 @@ def _fit_one(
     net = _Network(layer_sizes, **network_params)
     if theta0 is None:
         theta0 = net.init(np.random.default_rng(seed))
-    with threadpool_limits(limits=1 if single_thread else None, user_api="blas"):
+    with one_blas_thread(single_thread):
         res = minimize_sosp(
             lambda theta: net.loss_grad(theta, X, Y),
             theta0,
@@ -403,40 +401,43 @@ class _BaseStructureDiscovery(
         )
         seeds = draw_seeds(self.random_state, size=self.n_init)
         single_thread = n_samples * n_features * hidden[0] < _SINGLE_THREAD_WORK
+        # Held for the whole fit, so that the many short path fits inside enter
+        # it at the cost of a counter (their own entries matter only in worker
+        # processes, which do not share this one's limit).
+        with one_blas_thread(single_thread):
+            cross_validate = self.alpha == "auto" or self.n_components == "auto"
+            if cross_validate:
+                self._cross_validate(
+                    X,
+                    Y,
+                    split_labels,
+                    seed=seeds[0],
+                    max_components=max_components,
+                    layer_sizes=layer_sizes,
+                    network_params=network_params,
+                    single_thread=single_thread,
+                )
+            else:
+                self.alpha_ = float(self.alpha)
 
-        cross_validate = self.alpha == "auto" or self.n_components == "auto"
-        if cross_validate:
-            self._cross_validate(
-                X,
-                Y,
-                split_labels,
-                seed=seeds[0],
-                max_components=max_components,
-                layer_sizes=layer_sizes,
-                network_params=network_params,
-                single_thread=single_thread,
+            self.mean_, self._whitening = _whitening(X, self.whiten)
+            Xw = _whiten(X, self.mean_, self._whitening)
+            theta0 = None
+            if cross_validate:
+                # Follow the decay path on all the data up to the chosen decay: the
+                # refit starts on the branch the held-out scores were measured on.
+                net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
+                path = _DecayPath(
+                    net, net.init(np.random.default_rng(seeds[0])), Xw, Y, single_thread
+                )
+                n_steps = np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
+                for alpha in self.alphas_[:n_steps]:
+                    theta0 = path.fit(alpha)
+
+            network_params["alpha"] = self.alpha_
+            best = self._certified_refit(
+                Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
             )
-        else:
-            self.alpha_ = float(self.alpha)
-
-        self.mean_, self._whitening = _whitening(X, self.whiten)
-        Xw = _whiten(X, self.mean_, self._whitening)
-        theta0 = None
-        if cross_validate:
-            # Follow the decay path on all the data up to the chosen decay: the
-            # refit starts on the branch the held-out scores were measured on.
-            net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
-            path = _DecayPath(
-                net, net.init(np.random.default_rng(seeds[0])), Xw, Y, single_thread
-            )
-            n_steps = np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
-            for alpha in self.alphas_[:n_steps]:
-                theta0 = path.fit(alpha)
-
-        network_params["alpha"] = self.alpha_
-        best = self._certified_refit(
-            Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
-        )
         self.loss_ = float(best.fun)
         self._set_subspace(best.weights, best.biases)
         return self
