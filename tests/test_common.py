@@ -39,7 +39,8 @@ CONFIGURATIONS = {
     # The defaults choose alpha and n_components by cross-validation; the other
     # configurations fix them (no folds), to check the other code paths at a
     # tenth of the cost, except the one with restarts, which starts from the
-    # cross-validated path.
+    # cross-validated path (over two folds and two decays: the path is what is
+    # checked, not its choice).
     "StructureDiscoveryRegressor": [
         {
             "loss": "pseudo_huber",
@@ -54,7 +55,14 @@ CONFIGURATIONS = {
             "alpha": 1e-3,
             "n_components": 1,
         },
-        {"freeze_first_bias": True, "n_init": 2, "solver": "pgd", "max_iter": 500},
+        {
+            "freeze_first_bias": True,
+            "n_init": 2,
+            "solver": "pgd",
+            "max_iter": 500,
+            "cv": 2,
+            "alphas": (1e-2, 1e-1),
+        },
     ],
     "StructureDiscoveryClassifier": [
         {
