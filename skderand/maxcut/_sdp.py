@@ -35,7 +35,7 @@ _RANK_PAYOFF = 0.5
 # enough to keep most of V's value.
 _ESCAPE_STEP = 0.1
 # ARPACK's relative tolerance on the Ritz value (see _dual_bound).
-_EIGSH_TOL = 1e-2
+_EIGSH_TOL = 1e-3
 # ARPACK restarts (of a 40-vector Krylov space) before the fallback: converged
 # cases take a few dozen; the default (10 n) could spend minutes on a cluster.
 _EIGSH_MAX_RESTARTS = 100
@@ -178,11 +178,10 @@ def _dual_bound(adjacency, V, rng):
         # residual correction below makes any tolerance safe. ARPACK's tolerance
         # is relative to the Ritz value, which is near 0 at an SDP optimum, so a
         # tight one asks for an absolute accuracy far beyond what the bound
-        # needs: 1e-2 changed the bound by at most 0.1 against 1e-6 (G1 +0.05,
-        # G22 +0.11, toroidal 100 x 100 +0.05) for 30-55% fewer products, and on
-        # planar n = 10,000 +-1 it converges at every rank tried (bound
-        # 9,417.9) where 1e-6 ran out of restarts and the fallback's residual
-        # gave 9,438.8 (9,427.8 kept, from a lower rank).
+        # needs: 1e-3 changed the bound by at most 0.01 against 1e-6 (G1, G22,
+        # toroidal 100 x 100) for 20-40% fewer products, and on planar
+        # n = 10,000 +-1 it converges (1,541 products, bound 9,419.3) where 1e-6
+        # ran out of restarts and the fallback's residual gave 9,438.8.
         try:
             theta, vec = eigsh(
                 S,
