@@ -432,8 +432,10 @@ class _PairObjective:
         self.derandomized = derandomized
         self.penalty = penalty
         self.beta = 1.0
-        # The last point's pair quantities, for Hessian-vector products there.
-        self._at = None
+        # The pair quantities at the point of the last Hessian-vector products
+        # (Lanczos asks for many at one point). Evaluations do not keep them:
+        # holding their large arrays made the stages' allocations slower.
+        self._hess_at = None
 
     def split(self, z):
         kd = self.k * self.d
@@ -468,11 +470,9 @@ class _PairObjective:
         M, sigma = self.split(z)
         Y = self.X @ M.T
         q, diff = self._sq_dists(Y)
-        # A collapsed pair (r = 0) gets a tiny floor so that the log stays finite.
-        r = np.maximum(np.maximum(q, 0.0) / self.d2, 1e-300)
+        r = self._floored_ratios(q)
         if sigma == 0.0:
-            value, d_r, d_l, soft = _direct_surrogate(r, self.beta)
-            self._at = (z.copy(), Y, q, diff, d_l, soft)
+            value, d_r, _, _ = _direct_surrogate(r, self.beta)
             d_sigma = 0.0
         else:
             value, d_r, d_sigma = _surrogate(r, sigma, self.k, self.beta, self.penalty)
@@ -480,6 +480,13 @@ class _PairObjective:
         if not self.derandomized:
             return value, grad_M.ravel()
         return value, np.append(grad_M.ravel(), d_sigma)
+
+    def _floored_ratios(self, q):
+        # Round-off can make a Gram-form q slightly negative; a collapsed pair
+        # (r = 0) gets a tiny floor so that the log stays finite.
+        r = np.maximum(q, 0.0)
+        r /= self.d2
+        return np.maximum(r, 1e-300, out=r)
 
     def hessp(self, z, v):
         """Exact Hessian-vector product of the direct surrogate at ``z``.
@@ -496,9 +503,12 @@ class _PairObjective:
         """
         if self.derandomized:
             raise NotImplementedError("hessp is exact for the direct map only.")
-        if self._at is None or not np.array_equal(self._at[0], z):
-            self(z)
-        _, Y, q, diff, g, soft = self._at
+        if self._hess_at is None or not np.array_equal(self._hess_at[0], z):
+            Y = self.X @ self.split(z)[0].T
+            q, diff = self._sq_dists(Y)
+            _, _, d_l, soft = _direct_surrogate(self._floored_ratios(q), self.beta)
+            self._hess_at = (z.copy(), Y, q, diff, d_l, soft)
+        _, Y, q, diff, g, soft = self._hess_at
         V = self.X @ v.reshape(self.k, self.d).T
         s = self._dots(Y, V, diff)
         q = np.maximum(q, 1e-300)
