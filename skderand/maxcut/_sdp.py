@@ -180,8 +180,10 @@ def _dual_bound(adjacency, V, rng):
         # tight one asks for an absolute accuracy far beyond what the bound
         # needs: 1e-3 changed the bound by at most 0.01 against 1e-6 (G1, G22,
         # toroidal 100 x 100) for 20-40% fewer products, and on planar
-        # n = 10,000 +-1 it converges (1,541 products, bound 9,419.3) where 1e-6
-        # ran out of restarts and the fallback's residual gave 9,438.8.
+        # n = 10,000 +-1 the rank-16 solve converges (1,541 products, bound
+        # 9,419.3) where 1e-6 ran out of restarts and the fallback's residual
+        # gave 9,438.8 (the rank-32 one still falls back; the smallest bound
+        # over the ranks is what is reported).
         try:
             theta, vec = eigsh(
                 S,
