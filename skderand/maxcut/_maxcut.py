@@ -78,7 +78,9 @@ _AUTO_REPLICAS_SMALL = 16
 # 2,000 and 4,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 13) sweeps, a budget
 # of work: a 16-replica sweep was measured to cost about 0.24 us per vertex and
 # a thirteenth of that per stored adjacency entry (G11 0.25 ms, G14 0.41 ms,
-# G1 0.91 ms, G22 0.98 ms a sweep). The dense Gset graphs keep about 2,000
+# G1 0.91 ms, G22 0.98 ms a sweep, in double precision; the single-precision
+# chains of integer weights cost less on dense graphs, the budget in sweeps is
+# the same). The dense Gset graphs keep about 2,000
 # sweeps (G1-G10 2,133, G22 2,000: their fits are the longest, 3.2-3.9 s at
 # load 1.0-1.5), the cheaper ones get more (G11-G21 3,200, G43-G47 3,154),
 # where the fit is short and more sweeps are what finds the last edges
