@@ -13,7 +13,6 @@ from sklearn.base import (
 from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from skderand._memory import check_fits_in_memory
 from skderand._random import draw_seeds
@@ -23,6 +22,7 @@ from skderand._sklearn_compat import (
     _fit_context,
     validate_data,
 )
+from skderand._threads import one_blas_thread
 from skderand.embedding._active import (
     CERTIFY_ITER,
     LANCZOS_ITER,
@@ -360,7 +360,7 @@ class LearnedJLTransformer(
         )
 
         # Small products in a long loop: BLAS threads cost more than they save.
-        with threadpool_limits(1):
+        with one_blas_thread():
             pairs = _ActivePairs(span.coords, self.working_set, verbose=self.verbose)
             if self.n_components == "auto":
                 fit = self._search_dimension(span, pairs, seed, curvature_tol)
