@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from joblib import parallel_config
+from joblib import Parallel, delayed, parallel_config
 from scipy import sparse
 from sklearn.base import ClassifierMixin, ClusterMixin, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from skderand._threads import one_blas_thread
-from tests.test_common import _public_estimators
+from tests.test_common import _public_estimators, _small_problem
 
 ESTIMATOR_CLASSES = _public_estimators()
 
@@ -316,6 +316,26 @@ def test_overlapping_holders_restore_the_limit_from_before_both(two_blas_threads
     assert inside["a"] == inside["b"]
     assert all(n == 1 for api, n in inside["b"] if api != "openmp")
     assert _blas_threads() == two_blas_threads
+
+
+@params
+def test_fits_side_by_side_in_threads_leave_blas_threads_alone(cls, two_blas_threads):
+    # Fits running at the same time in threads (GridSearchCV or joblib with a
+    # threading backend) each hold BLAS at one thread; that setting is the
+    # process's, so whichever fit ends last must restore the limit from before
+    # any of them started.
+    make, data = _small_problem(cls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence is tested elsewhere
+        fitted = Parallel(n_jobs=3, backend="threading")(
+            delayed(clone(make).set_params(random_state=seed).fit)(*data)
+            for seed in range(6)
+        )
+    assert _blas_threads() == two_blas_threads
+    # Each fit is the one it would have been alone.
+    X, y = (*data, None)[:2]
+    alone = _fit(clone(make).set_params(random_state=4), X, y)
+    np.testing.assert_array_equal(_output(fitted[4], X), _output(alone, X))
 
 
 @params

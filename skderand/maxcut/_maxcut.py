@@ -9,7 +9,6 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.metrics import pairwise_distances
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
-from threadpoolctl import threadpool_limits
 
 from skderand._memory import (
     check_fits_in_memory,
@@ -19,6 +18,7 @@ from skderand._memory import (
 )
 from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
+from skderand._threads import one_blas_thread
 from skderand.maxcut._annealing import anneal, greedy_colouring, temper
 from skderand.maxcut._core import derandomized_rounding, expected_gw_cut
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
@@ -647,7 +647,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         rng = seeded_generator(self.random_state)
         # Multi-threaded BLAS makes the many small products of the solver loops
         # 50-100x slower (thread start-up dominates); one thread is fastest.
-        with threadpool_limits(1):
+        with one_blas_thread():
             self._fit_graph(A, n, rng, timings)
         timings["total"] = time.perf_counter() - start
         self.timings_ = timings
