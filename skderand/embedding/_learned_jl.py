@@ -392,8 +392,9 @@ class LearnedJLTransformer(
                 # at k >= rank) still costs the certifying evaluation.
                 n_iter=max(1, fit.n_iter),
                 advice=(
-                    f"Increase max_iter (now {self.max_iter}) or loosen tol / "
-                    "curvature_tol."
+                    # The count above is over all stages; the budget is each one's.
+                    f"Increase max_iter (now {self.max_iter} per sharpness stage) "
+                    "or loosen tol / curvature_tol."
                 ),
                 # Past this fit and sklearn's _fit_context, to the caller.
                 stacklevel=3,
