@@ -242,19 +242,27 @@ def test_search_escapes_one_flip_local_optimum(method, seed):
 
 @pytest.mark.parametrize("search", [anneal, temper])
 @pytest.mark.parametrize("seed", range(3))
-def test_annealing_gain_is_exact_with_integer_weights_in_single_precision(
-    search, seed
-):
-    # Integer weights run the chains in float32: every gain and every sum of
-    # gains is an integer far below 2**24, so the reported gain must equal the
-    # recomputed change exactly, not to round-off. Real weights keep float64.
+@pytest.mark.parametrize(
+    "weights, precision, tolerance",
+    [
+        # Integer weights run the chains in float32: every gain and every sum
+        # of gains is an integer far below 2**24, so the reported gain must
+        # equal the recomputed change exactly, not to round-off.
+        (lambda rng: rng.integers(1, 4, size=(60, 60)), np.float32, 0.0),
+        # Real weights keep float64, exact to round-off.
+        (lambda rng: rng.uniform(0.5, 2.0, size=(60, 60)), np.float64, 1e-9),
+    ],
+    ids=["integer", "real"],
+)
+def test_annealing_gain_is_exact(search, seed, weights, precision, tolerance):
+    # Flipping a whole colour class at once is exact only if the class shares no
+    # edge: the reported gain must equal the independently recomputed change.
     from skderand.maxcut._annealing import _class_spans
 
     rng = np.random.default_rng(seed)
-    A = gnp(60, 0.3, seed, signed=True) * rng.integers(1, 4, size=(60, 60))
+    A = gnp(60, 0.3, seed, signed=True) * weights(rng)
     A = np.triu(A, 1) + np.triu(A, 1).T
-    assert _class_spans(sparse.csr_matrix(A), None)[1][0][2].dtype == np.float32
-    assert _class_spans(sparse.csr_matrix(0.5 * A), None)[1][0][2].dtype == np.float64
+    assert _class_spans(sparse.csr_matrix(A), None)[1][0][2].dtype == precision
     start = stuck_start(A, seed)
     best, gain = search(
         sparse.csr_matrix(A),
@@ -266,28 +274,18 @@ def test_annealing_gain_is_exact_with_integer_weights_in_single_precision(
     )
     assert best.dtype == np.float64 and set(np.unique(best)) <= {-1.0, 1.0}
     assert gain > 0.0
-    assert gain == spins_cut(A, best) - spins_cut(A, start)
-
-
-@pytest.mark.parametrize("search", [anneal, temper])
-@pytest.mark.parametrize("seed", range(3))
-def test_annealing_gain_is_exact_with_real_weights(search, seed):
-    # Flipping a whole colour class at once is exact only if the class shares no
-    # edge: the reported gain must equal the independently recomputed change.
-    rng = np.random.default_rng(seed)
-    A = gnp(60, 0.3, seed, signed=True) * rng.uniform(0.5, 2.0, size=(60, 60))
-    A = np.triu(A, 1) + np.triu(A, 1).T
-    start = stuck_start(A, seed)
-    best, gain = search(
-        sparse.csr_matrix(A),
-        start,
-        n_sweeps=200,
-        n_replicas=4,
-        temperatures=(2.0, 0.1),
-        rng=rng,
+    assert gain == pytest.approx(
+        spins_cut(A, best) - spins_cut(A, start), rel=0.0, abs=tolerance
     )
-    assert gain > 0.0
-    assert gain == pytest.approx(spins_cut(A, best) - spins_cut(A, start), abs=1e-9)
+
+
+def test_single_precision_only_for_integer_weights_small_enough():
+    from skderand.maxcut._annealing import _SINGLE_EXACT_MAX, _class_spans
+
+    A = sparse.csr_matrix(np.array([[0.0, 2.0], [2.0, 0.0]]))
+    assert _class_spans(A, None)[1][0][2].dtype == np.float32
+    assert _class_spans(0.25 * A, None)[1][0][2].dtype == np.float64
+    assert _class_spans(_SINGLE_EXACT_MAX * A, None)[1][0][2].dtype == np.float64
 
 
 @pytest.mark.parametrize("seed", range(3))
