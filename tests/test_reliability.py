@@ -282,7 +282,7 @@ def _set_blas_threads(n):
 @pytest.fixture
 def two_blas_threads():
     """BLAS at two threads (what fits must restore), put back afterwards."""
-    before = max(p["num_threads"] for p in threadpool_info())
+    before = max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
     _set_blas_threads(2)
     yield _blas_threads()
     _set_blas_threads(before)
