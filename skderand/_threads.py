@@ -11,18 +11,20 @@ the last to leave restores what was there before. With a separate
 limit as the original and restores it after the first has left, leaving the
 process at one BLAS thread for good.
 
-Setting and restoring both happen on one helper thread: threadpoolctl lets only
-the thread that set an OpenBLAS limit change it again until that thread has left
-its ``with`` block, so the fit that restores (the last to leave) is not
-necessarily one that could.
+Setting and restoring each happen on a new thread that ends right after:
+threadpoolctl lets only the thread that set an OpenBLAS limit change it again
+while that thread lives (or until it leaves its ``with`` block), so the fit that
+restores (the last to leave) is not necessarily one that could, and a fit's own
+thread must not keep that right after the fit. (A long-lived helper thread would
+do, but it does not survive ``fork``: a forked child waiting on it would hang.)
 
 Entering while the limit is held costs a counter increment instead of a scan of
 the loaded libraries (about 7 ms each), which matters for the many short fits of
 a cross-validated decay path.
 """
 
+import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
@@ -30,13 +32,35 @@ from threadpoolctl import threadpool_limits
 _lock = threading.Lock()
 _n_holders = 0
 _limiter = None
-_setter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skderand-blas")
 
 
-def _enter():
-    limiter = threadpool_limits(limits=1, user_api="blas")
-    limiter.__enter__()
-    return limiter
+def _reset_after_fork():
+    # A child forked while a fit held the limit has none of the parent's
+    # threads: it starts with no holder (and an unlocked lock).
+    global _lock, _n_holders, _limiter
+    _lock, _n_holders, _limiter = threading.Lock(), 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _on_own_thread(function):
+    """``function()`` on a new thread that ends with it; its result or its error."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = function()
+        except BaseException as error:  # re-raised on the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name="skderand-blas-limit")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 @contextmanager
@@ -56,7 +80,9 @@ def one_blas_thread(enabled=True):
     global _n_holders, _limiter
     with _lock:
         if _n_holders == 0:
-            _limiter = _setter.submit(_enter).result()
+            _limiter = _on_own_thread(
+                lambda: threadpool_limits(limits=1, user_api="blas")
+            )
         _n_holders += 1
     try:
         yield
@@ -64,5 +90,5 @@ def one_blas_thread(enabled=True):
         with _lock:
             _n_holders -= 1
             if _n_holders == 0:
-                _setter.submit(_limiter.__exit__, None, None, None).result()
+                _on_own_thread(_limiter.restore_original_limits)
                 _limiter = None

@@ -6,6 +6,7 @@ mathematics: scale invariance, agreement with the numpy path) or raises a
 passed is ever modified.
 """
 
+import multiprocessing
 import pickle
 import threading
 import warnings
@@ -19,6 +20,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from skderand import LearnedJLTransformer
 from skderand._threads import one_blas_thread
 from tests.test_common import _public_estimators, _small_problem
 
@@ -316,6 +318,28 @@ def test_overlapping_holders_restore_the_limit_from_before_both(two_blas_threads
     assert inside["a"] == inside["b"]
     assert all(n == 1 for api, n in inside["b"] if api != "openmp")
     assert _blas_threads() == two_blas_threads
+
+
+def _fit_small_jl():
+    X = np.random.default_rng(0).standard_normal((40, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence is tested elsewhere
+        LearnedJLTransformer(n_components=2, random_state=0).fit(X)
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="no fork here"
+)
+def test_a_process_forked_after_a_fit_can_fit():
+    # The BLAS limit must not depend on a thread of the parent: a forked child
+    # has none of them, and a fit waiting on one would hang.
+    _fit_small_jl()
+    child = multiprocessing.get_context("fork").Process(target=_fit_small_jl)
+    child.start()
+    child.join(timeout=120)
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0
 
 
 @params
