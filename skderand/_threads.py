@@ -88,7 +88,9 @@ def one_blas_thread(enabled=True):
         yield
     finally:
         with _lock:
-            _n_holders -= 1
-            if _n_holders == 0:
+            # Never below 0: a body entered before a fork and left in the child
+            # was not counted there.
+            _n_holders = max(_n_holders - 1, 0)
+            if _n_holders == 0 and _limiter is not None:
                 _on_own_thread(_limiter.restore_original_limits)
                 _limiter = None
