@@ -320,11 +320,11 @@ def test_overlapping_holders_restore_the_limit_from_before_both(two_blas_threads
     assert _blas_threads() == two_blas_threads
 
 
-def _fit_small_jl():
-    X = np.random.default_rng(0).standard_normal((40, 5))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # convergence is tested elsewhere
-        LearnedJLTransformer(n_components=2, random_state=0).fit(X)
+def _fit_small(cls):
+    """The cheap fit of :func:`_small_problem`, its warnings silenced."""
+    est, data = _small_problem(cls)
+    X, y = (*data, None)[:2]
+    return _fit(est, X, y)
 
 
 @pytest.mark.skipif(
@@ -333,8 +333,10 @@ def _fit_small_jl():
 def test_a_process_forked_after_a_fit_can_fit():
     # The BLAS limit must not depend on a thread of the parent: a forked child
     # has none of them, and a fit waiting on one would hang.
-    _fit_small_jl()
-    child = multiprocessing.get_context("fork").Process(target=_fit_small_jl)
+    _fit_small(LearnedJLTransformer)
+    child = multiprocessing.get_context("fork").Process(
+        target=_fit_small, args=(LearnedJLTransformer,)
+    )
     child.start()
     child.join(timeout=120)
     if child.exitcode is None:
