@@ -19,6 +19,7 @@ from skderand.maxcut._local_search import tabu_search
 from skderand.maxcut._rounding import (
     SmoothedCut,
     separation_gradient,
+    separation_hessian,
     separation_probability,
 )
 
@@ -733,6 +734,63 @@ def test_gradient_matches_finite_differences(mu_zero):
         ]
     )
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("v_scale", [0.6, 1e-4])
+@pytest.mark.parametrize("mu_zero", [False, True])
+def test_hessp_matches_finite_differences_of_the_gradient(mu_zero, v_scale):
+    # The rounding's certificate runs Lanczos on these exact products. At
+    # v_scale 1e-4 every correlation is below the series threshold (the end of
+    # the rounding, where the certificate is computed); at 0.6 Owen's T.
+    rng = np.random.default_rng(4)
+    n, r = 9, 3
+    rows, cols = np.triu_indices(n, 1)
+    keep = rng.random(rows.size) < 0.6
+    rows, cols = rows[keep], cols[keep]
+    weights = rng.choice([-1.0, 1.0, 0.5], size=rows.size)
+    objective = SmoothedCut(n, rows, cols, weights, r, tau=0.2, lam=0.05)
+    z = 0.6 * rng.standard_normal(n * r + n)
+    z[: n * r] *= v_scale / 0.6
+    if mu_zero:
+        z[n * r :: 2] = 0.0
+    for v in (rng.standard_normal(z.size), np.eye(z.size)[4], np.eye(z.size)[-2]):
+        exact = objective.hessp(z, v)
+        step = 1e-6
+        numeric = (objective(z + step * v)[1] - objective(z - step * v)[1]) / (
+            2 * step
+        )
+        scale = np.abs(numeric).max()
+        np.testing.assert_allclose(exact, numeric, rtol=0, atol=1e-7 * scale)
+    # Symmetric: u . H v == v . H u.
+    u, v = rng.standard_normal((2, z.size))
+    assert u @ objective.hessp(z, v) == pytest.approx(
+        v @ objective.hessp(z, u), rel=1e-9
+    )
+    # The cache is keyed on the point: another point gets its own Hessian.
+    z2 = z + 0.1 * rng.standard_normal(z.size)
+    step = 1e-6
+    numeric = (objective(z2 + step * u)[1] - objective(z2 - step * u)[1]) / (2 * step)
+    np.testing.assert_allclose(
+        objective.hessp(z2, u), numeric, rtol=0, atol=1e-7 * np.abs(numeric).max()
+    )
+
+
+def test_separation_hessian_matches_finite_differences():
+    rng = np.random.default_rng(5)
+    h, k = rng.standard_normal(20), rng.standard_normal(20)
+    rho = rng.uniform(-0.97, 0.97, 20)
+    first = separation_gradient(h, k, rho)
+    p_hh, p_hk, p_kk, p_hr, p_kr, p_rr = separation_hessian(h, k, rho, *first)
+    step = 1e-6
+    rows = {(1, 0, 0): (p_hh, p_hk, p_hr), (0, 1, 0): (p_hk, p_kk, p_kr)}
+    rows[(0, 0, 1)] = (p_hr, p_kr, p_rr)
+    for e, analytic in rows.items():
+        plus = separation_gradient(h + step * e[0], k + step * e[1], rho + step * e[2])
+        minus = separation_gradient(
+            h - step * e[0], k - step * e[1], rho - step * e[2]
+        )
+        for exact, p, m in zip(analytic, plus, minus):
+            np.testing.assert_allclose(exact, (p - m) / (2 * step), atol=1e-7)
 
 
 def test_separation_gradient_matches_finite_differences():

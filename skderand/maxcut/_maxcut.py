@@ -422,7 +422,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     point (stepping along negative curvature if it finds some) and certifies it:
     the Euclidean norm of the gradient of ``-(E[cut] - alpha ||V||_F**2)``, over
     all entries of ``V`` and ``mu``, is at most ``tol``, and the smallest
-    eigenvalue of its Hessian (Lanczos on finite-difference Hessian products) is
+    eigenvalue of its Hessian (Lanczos on exact Hessian-vector products) is
     at least ``-curvature_tol``. The objective is computed on the weights
     divided by their mean absolute value, so both numbers are in units of the
     mean absolute edge weight. By the lemma such a point has ``V ~ 0``; the

@@ -107,6 +107,34 @@ def separation_gradient(h, k, rho):
     return d_h, d_k, d_rho
 
 
+def separation_hessian(h, k, rho, d_h, d_k, d_rho):
+    """Second partial derivatives of :func:`separation_probability`.
+
+    ``d_h, d_k, d_rho`` are :func:`separation_gradient` at the same point
+    (reused: each second derivative is a rational function of them and of the
+    bivariate normal density ``phi_2 = -d_rho / 2``). Returns
+    ``(P_hh, P_hk, P_kk, P_hrho, P_krho, P_rhorho)``.
+
+    With ``R**2 = 1 - rho**2`` and ``Q = h**2 - 2 rho h k + k**2``:
+    ``P_hh = -h P_h + 2 rho phi_2`` (the derivative of ``phi(h)`` and of
+    ``Phi((k - rho h) / R)``, whose density times ``phi(h) / R`` is ``phi_2``),
+    ``P_hk = P_rho = -2 phi_2``, ``P_hrho = d P_rho / d h = 2 phi_2 (h - rho k) / R**2``
+    and ``P_rhorho = -2 phi_2 (rho + h k - rho Q / R**2) / R**2`` from
+    ``log phi_2 = -log(2 pi R) - Q / (2 R**2)``.
+    """
+    phi2 = -0.5 * d_rho
+    one_minus = 1.0 - rho * rho
+    two_phi2_over = 2.0 * phi2 / one_minus
+    quad = (h * h - 2.0 * rho * h * k + k * k) / one_minus
+    p_hh = 2.0 * rho * phi2 - h * d_h
+    p_kk = 2.0 * rho * phi2 - k * d_k
+    p_hk = d_rho
+    p_hr = two_phi2_over * (h - rho * k)
+    p_kr = two_phi2_over * (k - rho * h)
+    p_rr = -two_phi2_over * (rho + h * k - rho * quad)
+    return p_hh, p_hk, p_kk, p_hr, p_kr, p_rr
+
+
 class SmoothedCut:
     """Objective ``-(E[cut] - lam * |V|_F**2)`` over ``z = (V.ravel(), mu)``.
 
@@ -226,3 +254,125 @@ class SmoothedCut:
         value = value - self.lam * np.sum(V * V)
         # Negated: minimize_sosp minimizes.
         return -value, -np.concatenate([grad_V.ravel(), grad_mu])
+
+    def _curvature(self, z):
+        """Per-edge and per-vertex quantities of the Hessian at ``z``, cached.
+
+        The certificate's Lanczos iteration multiplies the Hessian at one
+        point by 20-30 vectors: the normal tails and densities are computed
+        once for all of them, so that each product is sparse products and
+        gathers only.
+        """
+        cached = getattr(self, "_curvature_cache", None)
+        if cached is not None and np.array_equal(cached["z"], z):
+            return cached
+        from scipy import sparse
+
+        n = self.n
+        V, _ = self.split(z)
+        mu = z[n * self.rank :]
+        i, j, w = self.rows, self.cols, self.weights
+        s2 = self.tau**2 + np.einsum("ij,ij->i", V, V)
+        s = np.sqrt(s2)
+        a = mu / s
+        inv_ss = 1.0 / (s[i] * s[j])
+        rho = self._edge_dots(V) * inv_ss
+        h, k = a[i], a[j]
+        d_h, d_k, d_rho = separation_gradient(h, k, rho)
+        second = separation_hessian(h, k, rho, d_h, d_k, d_rho)
+        g_a = np.bincount(i, w * d_h, minlength=n) + np.bincount(
+            j, w * d_k, minlength=n
+        )
+        g_rho = w * d_rho
+        c = g_rho * inv_ss
+        diag = (
+            np.bincount(i, g_rho * rho, minlength=n)
+            + np.bincount(j, g_rho * rho, minlength=n)
+            + g_a * a
+        ) / s2
+        pattern = self._pattern
+        coupling = sparse.csr_matrix(
+            (c[self._edge_of_entry], pattern.indices, pattern.indptr),
+            shape=pattern.shape,
+        )
+        # A second matrix on the same pattern, refilled per product with the
+        # change of the couplings.
+        d_coupling = sparse.csr_matrix(
+            (np.zeros(pattern.nnz), pattern.indices, pattern.indptr),
+            shape=pattern.shape,
+        )
+        cached = {
+            "z": np.array(z, copy=True),
+            "V": V.copy(),
+            "s": s,
+            "s2": s2,
+            "a": a,
+            "inv_ss": inv_ss,
+            "rho": rho,
+            "second": tuple(w * p for p in second),
+            "g_a": g_a,
+            "g_rho": g_rho,
+            "c": c,
+            "diag": diag,
+            "coupling": coupling,
+            "d_coupling": d_coupling,
+        }
+        self._curvature_cache = cached
+        return cached
+
+    def hessp(self, z, dz):
+        """Hessian of the objective (:meth:`__call__`'s value) at ``z`` times ``dz``.
+
+        The exact directional derivative of :meth:`__call__`'s gradient: with
+        ``ds_i = v_i . dv_i / s_i``, ``da_i = (dmu_i - a_i ds_i) / s_i`` and
+        ``drho_ij = (dv_i . v_j + v_i . dv_j) / (s_i s_j) - rho_ij (ds_i / s_i +
+        ds_j / s_j)``, the per-edge derivatives change by the second
+        derivatives of :func:`separation_hessian` times ``(da_i, da_j,
+        drho_ij)``, and every factor of the gradient's chain rule by its own
+        derivative. One product costs a few sparse products and gathers; the
+        normal tails are evaluated once per point (:meth:`_curvature`).
+        """
+        n, r = self.n, self.rank
+        i, j = self.rows, self.cols
+        p = self._curvature(z)
+        V, s, s2, a, rho = p["V"], p["s"], p["s2"], p["a"], p["rho"]
+        g_a, g_rho, c, diag = p["g_a"], p["g_rho"], p["c"], p["diag"]
+        w_hh, w_hk, w_kk, w_hr, w_kr, w_rr = p["second"]
+        dV = dz[: n * r].reshape(n, r)
+        dmu = dz[n * r :]
+        ds = np.einsum("ij,ij->i", V, dV) / s
+        ds_rel = ds / s
+        da = (dmu - a * ds) / s
+        # dv_i . v_j + v_i . dv_j per edge, column by column as in _edge_dots.
+        mixed = np.zeros(i.size)
+        for column, d_column in zip(
+            np.ascontiguousarray(V.T), np.ascontiguousarray(dV.T)
+        ):
+            mixed += column[i] * d_column[j] + d_column[i] * column[j]
+        d_rho = mixed * p["inv_ss"] - rho * (ds_rel[i] + ds_rel[j])
+        da_i, da_j = da[i], da[j]
+        # Changes of w * (P_h, P_k, P_rho) per edge.
+        dg_h = w_hh * da_i + w_hk * da_j + w_hr * d_rho
+        dg_k = w_hk * da_i + w_kk * da_j + w_kr * d_rho
+        dg_rho = w_hr * da_i + w_kr * da_j + w_rr * d_rho
+        dg_a = np.bincount(i, dg_h, minlength=n) + np.bincount(j, dg_k, minlength=n)
+        dc = dg_rho * p["inv_ss"] - c * (ds_rel[i] + ds_rel[j])
+        edge_term = dg_rho * rho + g_rho * d_rho
+        d_diag = (
+            np.bincount(i, edge_term, minlength=n)
+            + np.bincount(j, edge_term, minlength=n)
+            + dg_a * a
+            + g_a * da
+        ) / s2 - 2.0 * diag * ds_rel
+        d_coupling = p["d_coupling"]
+        d_coupling.data = dc[self._edge_of_entry]
+        hv_V = (
+            d_coupling @ V
+            + p["coupling"] @ dV
+            - d_diag[:, None] * V
+            - diag[:, None] * dV
+            - 2.0 * self.lam * dV
+        )
+        hv_mu = dg_a / s - g_a * ds / s2
+        # Negated, as the value and gradient of __call__.
+        return -np.concatenate([hv_V.ravel(), hv_mu])
