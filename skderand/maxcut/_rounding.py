@@ -95,11 +95,21 @@ def _separation_owen(h, k, rho):
     return 2.0 * t + (h * k < 0)
 
 
-def separation_gradient(h, k, rho):
-    """Partial derivatives of :func:`separation_probability` in ``h, k, rho``."""
+def _normal_density(x):
+    return np.exp(-0.5 * x * x) / _SQRT_2PI
+
+
+def separation_gradient(h, k, rho, densities=None):
+    """Partial derivatives of :func:`separation_probability` in ``h, k, rho``.
+
+    ``densities``, if given, is ``(phi(h), phi(k))`` computed by the caller
+    (per vertex, then gathered per edge: the same values for fewer
+    exponentials).
+    """
     root = np.sqrt(1.0 - rho * rho)
-    phi_h = np.exp(-0.5 * h * h) / _SQRT_2PI
-    phi_k = np.exp(-0.5 * k * k) / _SQRT_2PI
+    if densities is None:
+        densities = _normal_density(h), _normal_density(k)
+    phi_h, phi_k = densities
     d_h = phi_h * (1.0 - 2.0 * ndtr((k - rho * h) / root))
     d_k = phi_k * (1.0 - 2.0 * ndtr((h - rho * k) / root))
     quad = (h * h - 2.0 * rho * h * k + k * k) / (root * root)
@@ -233,7 +243,8 @@ class SmoothedCut:
         inv_ss = 1.0 / (s[i] * s[j])
         rho = dots * inv_ss
         value = w @ self._separation(a, rho)
-        d_h, d_k, d_rho = separation_gradient(a[i], a[j], rho)
+        phi = _normal_density(a)
+        d_h, d_k, d_rho = separation_gradient(a[i], a[j], rho, (phi[i], phi[j]))
         g_a = np.bincount(i, w * d_h, minlength=n) + np.bincount(
             j, w * d_k, minlength=n
         )
@@ -278,7 +289,8 @@ class SmoothedCut:
         inv_ss = 1.0 / (s[i] * s[j])
         rho = self._edge_dots(V) * inv_ss
         h, k = a[i], a[j]
-        d_h, d_k, d_rho = separation_gradient(h, k, rho)
+        phi = _normal_density(a)
+        d_h, d_k, d_rho = separation_gradient(h, k, rho, (phi[i], phi[j]))
         second = separation_hessian(h, k, rho, d_h, d_k, d_rho)
         g_a = np.bincount(i, w * d_h, minlength=n) + np.bincount(
             j, w * d_k, minlength=n
