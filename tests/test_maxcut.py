@@ -605,17 +605,20 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
         # Cheaper still: the cap of 4,000.
         (1_500, 3_000, (4000, 16)),
         (5_000, 24_990_000, (2000, 16)),
-        (5_001, 15_000, (10_000, 1)),
-        (10_000, 40_000, (10_000, 1)),
-        (20_000, 60_000, (5_000, 1)),
+        # One chain: 8 * 10**8 / n_entries sweeps, between 5,000 and 20,000.
+        (5_001, 15_000, (20_000, 1)),
+        # Torus 100 x 100 and planar n = 10,000.
+        (10_000, 40_000, (20_000, 1)),
+        (10_000, 59_954, (13_343, 1)),
+        (20_000, 60_000, (13_333, 1)),
         (100_000, 300_000, (5_000, 1)),
     ],
 )
 def test_auto_annealing_budget(n, n_entries, expected):
     # Several replicas with 4 sweeps per vertex on small graphs, otherwise a
     # budget of work that counts a vertex like 13 stored entries, between 2,000
-    # and 4,000 sweeps; one longer chain (10**8 / n sweeps, between 5,000 and
-    # 10,000) on large ones; an explicit value is kept as is.
+    # and 4,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
+    # between 5,000 and 20,000) on large ones; an explicit value is kept as is.
     assert _maxcut._annealing_budget(n, n_entries, "auto", "auto") == expected
     assert _maxcut._annealing_budget(n, n_entries, 7, 3) == (7, 3)
 
@@ -756,9 +759,7 @@ def test_hessp_matches_finite_differences_of_the_gradient(mu_zero, v_scale):
     for v in (rng.standard_normal(z.size), np.eye(z.size)[4], np.eye(z.size)[-2]):
         exact = objective.hessp(z, v)
         step = 1e-6
-        numeric = (objective(z + step * v)[1] - objective(z - step * v)[1]) / (
-            2 * step
-        )
+        numeric = (objective(z + step * v)[1] - objective(z - step * v)[1]) / (2 * step)
         scale = np.abs(numeric).max()
         np.testing.assert_allclose(exact, numeric, rtol=0, atol=1e-7 * scale)
     # Symmetric: u . H v == v . H u.
@@ -786,10 +787,8 @@ def test_separation_hessian_matches_finite_differences():
     rows[(0, 0, 1)] = (p_hr, p_kr, p_rr)
     for e, analytic in rows.items():
         plus = separation_gradient(h + step * e[0], k + step * e[1], rho + step * e[2])
-        minus = separation_gradient(
-            h - step * e[0], k - step * e[1], rho - step * e[2]
-        )
-        for exact, p, m in zip(analytic, plus, minus):
+        minus = separation_gradient(h - step * e[0], k - step * e[1], rho - step * e[2])
+        for exact, p, m in zip(analytic, plus, minus, strict=True):
             np.testing.assert_allclose(exact, (p - m) / (2 * step), atol=1e-7)
 
 

@@ -93,13 +93,20 @@ _AUTO_SWEEPS_MAX = 4_000
 _AUTO_SWEEPS_BASE = 2_000
 _AUTO_SWEEPS_WORK_SMALL = 8_000_000
 _ENTRIES_PER_VERTEX_COST = 13
-# ... with one replica: _AUTO_SWEEPS_WORK / n sweeps, between 5,000 and 10,000
-# (about 5 s per 100,000 vertices and 1,000 sweeps; 5,000 sweeps at
-# n = 100,000 beat dwave-samplers' default annealing, 1,000 sweeps, on the
-# 3-regular and toroidal graphs).
-_AUTO_SWEEPS_WORK = 100_000_000
+# ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between 5,000 and
+# 20,000. A single chain's sweep costs about 4-6 ns per stored adjacency entry
+# (torus 100 x 100: 0.16 ms for 40,000 entries; planar n = 10,000: 0.27 ms for
+# 60,000; n = 100,000 3-regular and torus: 1.8 ms for 300,000 and 1.5 ms for
+# 400,000), so this is a budget of work of about 4-5 s. At n = 100,000 the
+# floor applies (5,000 sweeps beat dwave-samplers' default annealing, 1,000
+# sweeps, on the 3-regular and toroidal graphs); torus 100 x 100 gets 20,000
+# sweeps, where the cut from the rounded start over four seeds was 7,024-7,032
+# (mean 7,028.5) against 7,006-7,034 (mean 7,020.0) with 10,000; planar
+# n = 10,000 gets 13,333, which neither helps nor hurts there (+-1 weights:
+# mean 8,522.0 against 8,522.25 with 10,000; +1: 19,987.25 both).
+_AUTO_SWEEPS_ENTRY_WORK = 800_000_000
 _AUTO_SWEEPS_LONG_MIN = 5_000
-_AUTO_SWEEPS_LONG_MAX = 10_000
+_AUTO_SWEEPS_LONG_MAX = 20_000
 
 
 def _improvement_method(n_vertices, local_search):
@@ -127,7 +134,9 @@ def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
         else:
             n_sweeps = min(
                 _AUTO_SWEEPS_LONG_MAX,
-                max(_AUTO_SWEEPS_LONG_MIN, _AUTO_SWEEPS_WORK // n_vertices),
+                max(
+                    _AUTO_SWEEPS_LONG_MIN, _AUTO_SWEEPS_ENTRY_WORK // max(1, n_entries)
+                ),
             )
     return n_sweeps, n_replicas
 

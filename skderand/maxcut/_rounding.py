@@ -358,7 +358,7 @@ class SmoothedCut:
         # dv_i . v_j + v_i . dv_j per edge, column by column as in _edge_dots.
         mixed = np.zeros(i.size)
         for column, d_column in zip(
-            np.ascontiguousarray(V.T), np.ascontiguousarray(dV.T)
+            np.ascontiguousarray(V.T), np.ascontiguousarray(dV.T), strict=True
         ):
             mixed += column[i] * d_column[j] + d_column[i] * column[j]
         d_rho = mixed * p["inv_ss"] - rho * (ds_rel[i] + ds_rel[j])
