@@ -423,6 +423,9 @@ class _PairObjective:
             (data, (idx, np.concatenate([ri, ci]))), shape=(m, used.size)
         )
         self.BT = self.B.T.tocsr()
+        # B^T with its entries (+-1) times the pair weights, refilled by each
+        # Laplacian product (see _laplacian).
+        self._BT_weighted = self.BT.copy()
         self._setup(d2, n_components, derandomized, penalty)
 
     def _setup(self, d2, n_components, derandomized, penalty):
@@ -466,13 +469,16 @@ class _PairObjective:
         """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs."""
         if diff is None:
             diff = self.B @ Y
-        # The weighted differences go into a buffer kept between evaluations:
-        # a fresh (n_pairs, k) array each time (2.4 MB for digits at k = 20)
-        # cost more in page faults than the arithmetic (an evaluation 6.0 ->
-        # 2.3 ms), and the products are bit-identical.
-        buffer = self._buffer("weighted", diff.shape)
-        np.multiply(w[:, None], diff, out=buffer)
-        return self.BT @ buffer
+        # B^T (w * diff) with the weights moved into B^T's entries: each term
+        # (+-w_p) * diff_p equals (+-1) * (w_p * diff_p) exactly (a sign
+        # change is exact and rounding is symmetric) and the sums run in the
+        # same order, so the product is bit-identical to B^T (w * diff), without
+        # forming the (n_pairs, k) array w * diff (digits k = 20: 1.1 -> 0.65
+        # ms per product).
+        BT = self._BT_weighted
+        np.take(w, self.BT.indices, out=BT.data, mode="clip")
+        np.multiply(BT.data, self.BT.data, out=BT.data)
+        return BT @ diff
 
     # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
     # for the pair weights c = 2 d f / d r / ||d||^2.
