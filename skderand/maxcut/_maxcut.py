@@ -323,7 +323,8 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         [2000, 4000], ``n_entries`` the stored entries of the adjacency matrix
         (a budget of work: a sweep costs about as much per vertex as per 13
         entries, and cheap sweeps get more of them); beyond 5,000 vertices,
-        ``min(10000, max(5000, 10**8 // n_vertices))``.
+        ``min(20000, max(5000, 8 * 10**8 // n_entries))`` (one chain's sweep
+        costs about the same per stored entry on every graph kind measured).
     n_replicas : int or "auto", default="auto"
         Chains of the tempering (one per temperature) or the annealing, run
         together as the columns of one sign matrix (one sparse product per
