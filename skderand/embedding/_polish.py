@@ -60,11 +60,13 @@ MAX_POLISH_PAIRS = 128
 POLISH_STEPS = 40
 POLISH_ROUNDS = 2
 # Stop when the last STALL_STEPS steps lowered F by less than STALL_DECREASE in
-# all (log units; 1e-6 is about 5e-7 in distortion): on the benchmark sets the
-# polish's gain came in its first 10-15 steps and the rest of the 40 changed the
-# distortion in the sixth decimal at most, for a third of a second.
+# all (log units; 2e-5 is about 1e-5 in distortion): on the benchmark sets the
+# polish's gain came in its first 10-15 steps, and the remaining steps of the
+# 40 moved the distortion by at most 1e-5 (breast_cancer 0.42332 against
+# 0.42333 with this stop, digits and Gaussian k = 20 unchanged to 5 decimals)
+# for 0.1-0.2 s.
 STALL_STEPS = 6
-STALL_DECREASE = 1e-6
+STALL_DECREASE = 2e-5
 # Acceptance of a step: the true decrease must reach this share of the model's.
 ACCEPT = 0.1
 # Stop when the model predicts a decrease of F below this (log units: about
@@ -75,36 +77,53 @@ RHO_SHRINK_LIMIT = 1e-8
 DUAL_ITER = 150
 
 
-def _project_simplex(v):
-    """Euclidean projection of the vector ``v`` onto the probability simplex."""
-    u = -np.sort(-v)
-    css = np.cumsum(u) - 1.0
-    # The last index where u_i > (css_i / (i + 1)) (it holds at index 0 always).
-    last = np.flatnonzero(u * np.arange(1, v.size + 1) > css)[-1]
-    return np.maximum(v - css[last] / (last + 1), 0.0)
+def _project_simplices(V):
+    """Euclidean projection of each row of ``V`` onto the probability simplex.
+
+    Sort-based, all rows at once (one call per dual iteration instead of one
+    per simplex halves its Python overhead).
+    """
+    n_rows, m = V.shape
+    U = -np.sort(-V, axis=1)
+    css = np.cumsum(U, axis=1) - 1.0
+    ind = np.arange(1, m + 1)
+    cond = U - css / ind > 0
+    # The last index where the condition holds (it holds at index 0 always).
+    last = m - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = css[np.arange(n_rows), last] / (last + 1)
+    return np.maximum(V - theta[:, None], 0.0)
 
 
 def _dual(c, Q, n_high, rho, u0):
     """Maximize ``c.u - rho/2 u^T Q u`` over two simplices (FISTA).
 
-    ``u[:n_high]`` and ``u[n_high:]`` each lie on a probability simplex.
+    ``u[:n_high]`` and ``u[n_high:]`` each lie on a probability simplex. The
+    shorter part is padded, for the projection, with entries 2 below its
+    largest: the projection's threshold is at least the largest entry minus 1,
+    so such entries project to 0 and leave the others' projection unchanged.
     """
     lipschitz = rho * max(np.linalg.eigvalsh(Q)[-1], 1e-300)
     step = 1.0 / lipschitz
+    n_low = u0.size - n_high
+    width = max(n_high, n_low)
+    padded = np.empty((2, width))
     u = u0.copy()
     z = u.copy()
-    u_new = np.empty_like(u)
     t = 1.0
     for _ in range(DUAL_ITER):
         w = z + step * (c - rho * (Q @ z))
-        u_new[:n_high] = _project_simplex(w[:n_high])
-        u_new[n_high:] = _project_simplex(w[n_high:])
+        padded[0, :n_high] = w[:n_high]
+        padded[1, :n_low] = w[n_high:]
+        padded[0, n_high:] = w[:n_high].max() - 2.0
+        padded[1, n_low:] = w[n_high:].max() - 2.0
+        projected = _project_simplices(padded)
+        u_new = np.concatenate([projected[0, :n_high], projected[1, :n_low]])
         t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
         z = u_new + ((t - 1.0) / t_new) * (u_new - u)
         if np.abs(u_new - u).max() < 1e-12:
-            u = u_new.copy()
+            u = u_new
             break
-        u, u_new, t = u_new.copy(), u_new, t_new
+        u, t = u_new, t_new
     return u
 
 
