@@ -141,7 +141,8 @@ class LearnedJLTransformer(
         simplices, of the size of those pairs, not of the map). The polished
         map is kept only if its all-pairs distortion is lower. It ends where the
         model predicts no decrease (a first-order stationary point of the
-        active-set minimax) or at its step budget; the certificate
+        active-set minimax), when a few steps in a row gain almost nothing, or
+        at its step budget; the certificate
         (``grad_norm_``, ``min_hessian_eig_``) stays that of the final stage's
         surrogate, at the point the polish started from.
     max_iter : int, default=1000
