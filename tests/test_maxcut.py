@@ -594,16 +594,19 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
         (300, 1_000, (1200, 16)),
         # Sparse (G11-like, 4 entries a vertex): 4 sweeps per vertex.
         (800, 3_200, (3200, 16)),
-        # Dense (G1-like): the work budget, 8 * 10**6 // (800 + 38,352 // 13).
-        (800, 38_352, (2133, 16)),
-        # G43-like: 8 * 10**6 // (1,000 + 19,980 // 13).
-        (1_000, 19_980, (3154, 16)),
-        # G22-like: the budget would give 1,606; the floor of 2,000.
+        # Dense (G1-like): the work budget, 16 * 10**6 // (800 + 38,352 // 6).
+        (800, 38_352, (2224, 16)),
+        # G43-like: 16 * 10**6 // (1,000 + 19,980 // 6).
+        (1_000, 19_980, (3695, 16)),
+        # G22-like: the budget would give 1,846; the floor of 2,000.
         (2_000, 39_980, (2000, 16)),
-        # Sparse, 2,000 vertices (3-regular, 8 * 10**6 // 2,461).
-        (2_000, 6_000, (3250, 16)),
-        # Cheaper still: the cap of 4,000.
-        (1_500, 3_000, (4000, 16)),
+        # Sparse, 2,000 vertices (3-regular, 16 * 10**6 // 3,000).
+        (2_000, 6_000, (5333, 16)),
+        # Cheaper still (a matching of 2,500 vertices): 16 * 10**6 // 2,916 ...
+        (2_500, 2_500, (5486, 16)),
+        # ... up to the cap of 8,000.
+        (2_100, 4, (7619, 16)),
+        (2_000, 4, (8000, 16)),
         (5_000, 24_990_000, (2000, 16)),
         # One chain: 8 * 10**8 / n_entries sweeps, between 5,000 and 20,000.
         (5_001, 15_000, (20_000, 1)),
@@ -616,8 +619,8 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
 )
 def test_auto_annealing_budget(n, n_entries, expected):
     # Several replicas with 4 sweeps per vertex on small graphs, otherwise a
-    # budget of work that counts a vertex like 13 stored entries, between 2,000
-    # and 4,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
+    # budget of work that counts a vertex like 6 stored entries, between 2,000
+    # and 8,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
     # between 5,000 and 20,000) on large ones; an explicit value is kept as is.
     assert _maxcut._annealing_budget(n, n_entries, "auto", "auto") == expected
     assert _maxcut._annealing_budget(n, n_entries, 7, 3) == (7, 3)

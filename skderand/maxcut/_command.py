@@ -46,8 +46,8 @@ def add_maxcut_arguments(parser):
         default=None,
         help="tempering or annealing budget in sweeps over all vertices "
         "(default: up to 5,000 vertices, 4 per vertex, at least 100, at most "
-        "8 * 10**6 / (n + nnz / 13) clipped to 2,000 to 4,000; beyond, "
-        "10**8 / n, 5,000 to 10,000)",
+        "16 * 10**6 / (n + nnz / 6) clipped to 2,000 to 8,000; beyond, "
+        "8 * 10**8 / nnz, 5,000 to 20,000)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0)
     return parser

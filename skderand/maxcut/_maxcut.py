@@ -74,25 +74,30 @@ _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
 # n_sweeps="auto" with several replicas: 4 sweeps per vertex (smaller graphs
 # settle sooner, and on dense small graphs, one vertex per colour class, a
-# sweep costs a Python step per vertex), at least 100, at most 4,000; between
-# 2,000 and 4,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 13) sweeps, a budget
-# of work: a 16-replica sweep was measured to cost about 0.24 us per vertex and
-# a thirteenth of that per stored adjacency entry (G11 0.25 ms, G14 0.41 ms,
-# G1 0.91 ms, G22 0.98 ms a sweep, in double precision; the single-precision
-# chains of integer weights cost less on dense graphs, the budget in sweeps is
-# the same). The dense Gset graphs keep about 2,000
-# sweeps (G1-G10 2,133, G22 2,000: their fits are the longest, 3.2-3.9 s at
-# load 1.0-1.5), the cheaper ones get more (G11-G21 3,200, G43-G47 3,154),
-# where the fit is short and more sweeps are what finds the last edges
-# (G9 2,053 -> 2,054, G13 580 -> 582, G46 6,647 -> 6,649, G47 6,656 -> 6,657,
-# the best-known cuts, with 3,000 sweeps instead of 2,000; the other 23 Gset
-# cuts unchanged). A budget of 10**7 (G1-G10 2,666 sweeps, G43-G47 3,943)
-# took 12 of 27 Gset fits over 5 s on a slow machine state.
+# sweep costs a Python step per vertex), at least 100, at most 8,000; between
+# 2,000 and 8,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 6) sweeps, a budget
+# of work for the whole fit rather than for the chains alone: a 16-replica
+# sweep was measured to cost about 0.24 us per vertex and a thirteenth of that
+# per stored adjacency entry (G11 0.25 ms, G14 0.41 ms, G1 0.91 ms, G22
+# 0.98 ms a sweep, in double precision; less in single precision on dense
+# graphs), but the SDP, the bound and the rounding also grow with the entries,
+# so an entry is charged as a sixth of a vertex. The dense Gset graphs keep
+# about 2,000 sweeps (G1-G10 2,224, G22 2,000: their fits are the longest,
+# 2.6-4.4 s), G11-G21 keep 4 per vertex (3,200), G43-G47 get 3,695; sparse
+# graphs of 2,000 vertices, whose fits were 2.3-3.0 s, get more (3-regular
+# 5,333, planar 4,008, torus 45 x 45 4,740), where more sweeps are what finds
+# the last edges (16 replicas from the rounded cut, four seeds: 3-regular
+# 2,761.25 -> 2,762.25 mean, planar +-1 1,736.5 -> 1,737.75, torus 1,380.0
+# -> 1,381.5, against the 3,250 / 2,740 / 3,021 sweeps of a budget of
+# 8 * 10**6 / (n + nnz / 13) and a cap of 4,000). On Gset, 3,000 sweeps
+# instead of 2,000 found G9 2,054, G13 582, G46 6,649 and G47 6,657, the
+# best-known cuts; a budget giving G1-G10 2,666 sweeps and G43-G47 3,943 took
+# 12 of 27 Gset fits over 5 s on a slow machine state.
 _AUTO_SWEEPS_MIN = 100
-_AUTO_SWEEPS_MAX = 4_000
+_AUTO_SWEEPS_MAX = 8_000
 _AUTO_SWEEPS_BASE = 2_000
-_AUTO_SWEEPS_WORK_SMALL = 8_000_000
-_ENTRIES_PER_VERTEX_COST = 13
+_AUTO_SWEEPS_WORK_SMALL = 16_000_000
+_ENTRIES_PER_VERTEX_COST = 6
 # ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between 5,000 and
 # 20,000. A single chain's sweep costs about 4-6 ns per stored adjacency entry
 # (torus 100 x 100: 0.16 ms for 40,000 entries; planar n = 10,000: 0.27 ms for
@@ -319,10 +324,10 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         time, so that the cut does not depend on the machine. ``"auto"`` means,
         up to 5,000 vertices, ``4 * n_vertices`` sweeps (chains on small graphs
         settle in fewer sweeps), at least 100, but at most
-        ``8 * 10**6 // (n_vertices + n_entries // 13)`` clipped to
-        [2000, 4000], ``n_entries`` the stored entries of the adjacency matrix
-        (a budget of work: a sweep costs about as much per vertex as per 13
-        entries, and cheap sweeps get more of them); beyond 5,000 vertices,
+        ``16 * 10**6 // (n_vertices + n_entries // 6)`` clipped to
+        [2000, 8000], ``n_entries`` the stored entries of the adjacency matrix
+        (a budget of work for the fit: its stages cost about as much per vertex
+        as per 6 entries, and sparse graphs get more sweeps); beyond 5,000 vertices,
         ``min(20000, max(5000, 8 * 10**8 // n_entries))`` (one chain's sweep
         costs about the same per stored entry on every graph kind measured).
     n_replicas : int or "auto", default="auto"
