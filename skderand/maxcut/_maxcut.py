@@ -377,7 +377,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Burer-Monteiro ranks tried: the rank starts at 8 and doubles (at most
         ``min(sqrt(2 n) + 1, 100, 2**19 / n)``) while the dual bound's
         eigenvalue correction exceeds 2e-4 of the bound and the previous
-        doubling at least halved it; the last is ``sdp_vectors_``'s.
+        doubling cut it to at most 40%; the last is ``sdp_vectors_``'s.
     rounded_cut_value_ : float
         Cut of ``sign(mu)`` after the rounding, before the local search.
     grad_norm_ : float

@@ -250,9 +250,10 @@ def solve_sdp_adaptive(
     bound; its eigenvalue term ``n max(0, -lambda_min)`` measures how far ``V``
     is from a certified optimum (it vanishes at a second-order critical point of
     a rank-deficient solution, Boumal et al.). While that term exceeds
-    ``gap_rtol`` times the bound, and the previous doubling (if any) at least
-    halved it, the rank doubles (at most ``max_rank``) and the solver restarts
-    from ``V`` padded with small random columns, which leave the saddle.
+    ``gap_rtol`` times the bound, and the previous doubling (if any) cut it to
+    at most 40% (``_RANK_PAYOFF``), the rank doubles (at most ``max_rank``) and
+    the solver restarts from ``V`` padded with small random columns, which leave
+    the saddle.
     MAXCUT SDPs usually need a rank far below ``sqrt(2 n)``.
 
     Each solve stops when a sweep lowers the objective by at most ``tol`` times
@@ -296,8 +297,8 @@ def solve_sdp_adaptive(
             or rank >= max_rank
             or correction > _RANK_PAYOFF * previous_correction
         ):
-            # A doubling that did not halve the eigenvalue term shows that the
-            # term is the solver's inaccuracy at this budget of sweeps, not a
+            # A doubling that did not cut the eigenvalue term to 40% shows that
+            # the term is the solver's inaccuracy at this budget of sweeps, not a
             # missing dimension: more columns would only make sweeps dearer.
             return SdpSolution(V, bound, ranks, corrections, bounds, direction)
         previous_correction = correction
