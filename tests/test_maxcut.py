@@ -719,16 +719,21 @@ def test_expected_cut_matches_monte_carlo():
     assert abs(objective.expected_cut(V, mu) - cuts.mean()) <= 5 * stderr
 
 
-@pytest.mark.parametrize("mu_zero", [False, True])
-def test_gradient_matches_finite_differences(mu_zero):
-    rng = np.random.default_rng(2)
-    n, r = 9, 3
+def _small_smoothed_cut(rng, n=9, r=3):
+    """A smoothed cut on a random graph of n vertices and mixed weights, and a point."""
     rows, cols = np.triu_indices(n, 1)
     keep = rng.random(rows.size) < 0.6
     rows, cols = rows[keep], cols[keep]
     weights = rng.choice([-1.0, 1.0, 0.5], size=rows.size)
     objective = SmoothedCut(n, rows, cols, weights, r, tau=0.2, lam=0.05)
-    z = 0.6 * rng.standard_normal(n * r + n)
+    return objective, 0.6 * rng.standard_normal(n * r + n)
+
+
+@pytest.mark.parametrize("mu_zero", [False, True])
+def test_gradient_matches_finite_differences(mu_zero):
+    rng = np.random.default_rng(2)
+    objective, z = _small_smoothed_cut(rng)
+    n, r = objective.n, objective.rank
     if mu_zero:
         z[n * r :: 2] = 0.0  # Owen's T form divides by mu = 0: the guard at work
     _, grad = objective(z)
@@ -749,13 +754,8 @@ def test_hessp_matches_finite_differences_of_the_gradient(mu_zero, v_scale):
     # v_scale 1e-4 every correlation is below the series threshold (the end of
     # the rounding, where the certificate is computed); at 0.6 Owen's T.
     rng = np.random.default_rng(4)
-    n, r = 9, 3
-    rows, cols = np.triu_indices(n, 1)
-    keep = rng.random(rows.size) < 0.6
-    rows, cols = rows[keep], cols[keep]
-    weights = rng.choice([-1.0, 1.0, 0.5], size=rows.size)
-    objective = SmoothedCut(n, rows, cols, weights, r, tau=0.2, lam=0.05)
-    z = 0.6 * rng.standard_normal(n * r + n)
+    objective, z = _small_smoothed_cut(rng)
+    n, r = objective.n, objective.rank
     z[: n * r] *= v_scale / 0.6
     if mu_zero:
         z[n * r :: 2] = 0.0

@@ -28,6 +28,7 @@ the separation probability by less than ``4e-16``.
 """
 
 import numpy as np
+from scipy import sparse
 from scipy.special import ndtr, owens_t
 
 _SQRT_2PI = np.sqrt(2.0 * np.pi)
@@ -162,8 +163,6 @@ class SmoothedCut:
     """
 
     def __init__(self, n_vertices, rows, cols, weights, rank, tau, lam=0.0):
-        from scipy import sparse
-
         self.n = n_vertices
         self.rows = rows
         self.cols = cols
@@ -184,14 +183,15 @@ class SmoothedCut:
         self._edge_of_entry = pattern.data.astype(np.int64) - 1
         self._pattern = pattern
 
-    def _edge_dots(self, V):
-        """``v_i . v_j`` for every edge ``(i, j)``."""
+    def _edge_dots(self, V, U=None):
+        """``v_i . u_j`` for every edge ``(i, j)`` (``U = V`` by default)."""
         # Column by column, so that each gather reads a contiguous vector: a
         # gather of whole rows of a narrow V costs several times more.
         columns = np.ascontiguousarray(V.T)
+        other = columns if U is None else np.ascontiguousarray(U.T)
         dots = np.zeros(self.rows.size)
-        for column in columns:
-            dots += column[self.rows] * column[self.cols]
+        for column, other_column in zip(columns, other, strict=True):
+            dots += column[self.rows] * other_column[self.cols]
         return dots
 
     def split(self, z):
@@ -277,8 +277,6 @@ class SmoothedCut:
         cached = getattr(self, "_curvature_cache", None)
         if cached is not None and np.array_equal(cached["z"], z):
             return cached
-        from scipy import sparse
-
         n = self.n
         V, _ = self.split(z)
         mu = z[n * self.rank :]
@@ -355,12 +353,7 @@ class SmoothedCut:
         ds = np.einsum("ij,ij->i", V, dV) / s
         ds_rel = ds / s
         da = (dmu - a * ds) / s
-        # dv_i . v_j + v_i . dv_j per edge, column by column as in _edge_dots.
-        mixed = np.zeros(i.size)
-        for column, d_column in zip(
-            np.ascontiguousarray(V.T), np.ascontiguousarray(dV.T), strict=True
-        ):
-            mixed += column[i] * d_column[j] + d_column[i] * column[j]
+        mixed = self._edge_dots(V, dV) + self._edge_dots(dV, V)
         d_rho = mixed * p["inv_ss"] - rho * (ds_rel[i] + ds_rel[j])
         da_i, da_j = da[i], da[j]
         # Changes of w * (P_h, P_k, P_rho) per edge.
