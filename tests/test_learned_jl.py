@@ -242,6 +242,87 @@ def test_pair_and_gram_objectives_agree():
     np.testing.assert_allclose(values[0][1], values[1][1], rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
+def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
+    # Evaluations write into work arrays kept between calls; what they return,
+    # and what hessp keeps for its point, must not change when the next
+    # evaluation reuses them. Evaluating again at the same point gives the same
+    # numbers exactly, before and after an evaluation elsewhere.
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((30, 7))
+    X -= X.mean(0)
+    if cls is _PairObjective:
+        rows, cols, d2 = all_pairs(X)
+        obj = cls(X, rows, cols, d2, 3, derandomized=False, penalty=0.1)
+    else:
+        obj = cls(X, 1e-12, 3, derandomized=False, penalty=0.1)
+    for beta in (2.0, 400.0):  # every pair in the soft-max, then a few
+        obj.beta = beta
+        z, other, v = 0.5 * rng.standard_normal((3, 21))
+        value, grad = obj(z)
+        kept = grad.copy()
+        hv = obj.hessp(z, v)
+        obj(other)
+        np.testing.assert_array_equal(grad, kept)
+        again_value, again_grad = obj(z)
+        assert again_value == value
+        np.testing.assert_array_equal(again_grad, kept)
+        # hessp's stored pair quantities at z survived the evaluations elsewhere.
+        np.testing.assert_array_equal(obj.hessp(z, v), hv)
+
+
+def test_weighted_transpose_product_is_exactly_the_weighted_sum():
+    # The pair Laplacian puts the weights into B^T's entries: (+-w) * d equals
+    # (+-1) * (w * d) exactly, so the product is B^T (w * (B Y)) to the bit,
+    # for weights of any sign and magnitude.
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 5))
+    X -= X.mean(0)
+    rows, cols, d2 = all_pairs(X)
+    obj = _PairObjective(X, rows, cols, d2, 4, derandomized=False, penalty=0.1)
+    Y = rng.standard_normal((obj.X.shape[0], 4))
+    diff = obj.B @ Y
+    w = rng.standard_normal(rows.size) * 10.0 ** rng.uniform(-12, 6, rows.size)
+    np.testing.assert_array_equal(
+        obj._laplacian(w, Y, diff), obj.BT @ (w[:, None] * diff)
+    )
+    # And it is the Laplacian: row i sums w_p (y_i - y_j) over i's pairs.
+    expected = np.zeros_like(Y)
+    ri = np.searchsorted(np.unique(np.concatenate([rows, cols])), rows)
+    ci = np.searchsorted(np.unique(np.concatenate([rows, cols])), cols)
+    np.add.at(expected, ri, w[:, None] * (Y[ri] - Y[ci]))
+    np.add.at(expected, ci, w[:, None] * (Y[ci] - Y[ri]))
+    np.testing.assert_allclose(
+        obj._laplacian(w, Y), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max()
+    )
+
+
+@pytest.mark.parametrize("sizes", [(4, 4), (3, 7), (6, 2)])
+def test_polish_dual_solves_the_two_simplex_quadratic(sizes):
+    # max c.u - rho/2 u^T Q u over two simplices of different sizes (the
+    # shorter is padded for the projection). Optimality: u is feasible and no
+    # feasible point does better, checked against the KKT conditions: on each
+    # simplex, the gradient is largest (and equal) on the support.
+    from skderand.embedding._polish import _dual
+
+    rng = np.random.default_rng(sum(sizes))
+    n_high, n_low = sizes
+    G = rng.standard_normal((n_high + n_low, 3))
+    Q = G @ G.T + 0.5 * np.eye(n_high + n_low)
+    c = rng.standard_normal(n_high + n_low)
+    u0 = np.concatenate([np.full(n_high, 1 / n_high), np.full(n_low, 1 / n_low)])
+    u = _dual(c, Q, n_high, 2.0, u0)
+    for part in (slice(0, n_high), slice(n_high, None)):
+        assert u[part].min() >= 0.0
+        assert u[part].sum() == pytest.approx(1.0, abs=1e-12)
+    grad = c - 2.0 * (Q @ u)
+    for part in (slice(0, n_high), slice(n_high, None)):
+        g, w = grad[part], u[part]
+        support = w > 1e-9
+        assert g[support].max() - g[support].min() < 1e-6
+        assert g[~support].max(initial=-np.inf) <= g[support].min() + 1e-6
+
+
 def test_blocked_scan_matches_brute_force(monkeypatch):
     # Tiny blocks, so the scan crosses many block boundaries.
     monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 50)
