@@ -570,17 +570,15 @@ class _GramObjective(_PairObjective):
         self._setup(d2.ravel()[self.valid], n_components, derandomized, penalty)
 
     def _sq_dists(self, Y):
-        # The same operations as sq[rows] + sq[cols] - 2 gram[valid] (hence
-        # bit-identical), in work arrays kept between evaluations (see
-        # _PairObjective._laplacian); the result is a fresh array.
+        # Fresh arrays here and in _gradient, not work arrays: kept n x n
+        # buffers saved 3 % of the direct surrogate's evaluation but made the
+        # derandomized fit (Gaussian 300 x 1000, k = 10) 1.6-1.9x slower, its
+        # twenty fresh (n_pairs,) temporaries per evaluation then going back to
+        # the system and faulting in again (the allocator's thresholds follow
+        # the largest block freed).
         sq = np.einsum("ij,ij->i", Y, Y)
-        gram = np.matmul(Y, Y.T, out=self._buffer("gram", (self.n, self.n)))
-        term = self._buffer("pairs", self.valid.shape)
-        q = np.take(sq, self.rows)
-        np.add(q, np.take(sq, self.cols, out=term, mode="clip"), out=q)
-        np.take(gram.ravel(), self.valid, out=term, mode="clip")
-        np.multiply(term, 2.0, out=term)
-        return np.subtract(q, term, out=q), None
+        gram = (Y @ Y.T).ravel()
+        return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
 
     def _dots(self, Y, V, diff):
         cross = (Y @ V.T).ravel()
@@ -605,9 +603,8 @@ class _GramObjective(_PairObjective):
         # bit-identical to those of the full-matrix form used so far.
         W = self._weights
         # Halving and doubling are exact in floating point.
-        half = np.multiply(c, 0.5, out=self._buffer("pairs", c.shape))
-        W.ravel()[self.valid] = half
-        C = np.add(W, W.T, out=self._buffer("gram", W.shape))
+        W.ravel()[self.valid] = 0.5 * c
+        C = W + W.T
         # d/dY of sum_{i<j} C_ij ||y_i - y_j||^2 = 2 (diag(C 1) - C) Y, C symmetric.
         return 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
 
