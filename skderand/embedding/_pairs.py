@@ -616,23 +616,24 @@ class _GramObjective(_PairObjective):
 SOFTMAX_CUTOFF = 50.0
 
 
-def _direct_surrogate(r, beta, work=None):
+def _fresh(name, shape, dtype=np.float64):
+    """A new array each call: the work supplier when nothing is kept."""
+    return np.empty(shape, dtype=dtype)
+
+
+def _direct_surrogate(r, beta, work=_fresh):
     """The direct surrogate from the ratios (``r`` already floored).
 
     Returns the value, its derivatives in the ratios and in their logs, and the
     two soft-max weight vectors (which :meth:`_PairObjective.hessp` reuses).
 
-    ``work(name, shape)``, if given, supplies the arrays the results are
-    written to (kept between evaluations: at high sharpness a fresh array per
-    operation cost the surrogate more in page faults than in arithmetic, 1.6 of
-    its 1.8 ms for 44,850 pairs); the operations, hence the results, are the
-    same. Results in work arrays are overwritten by the next call.
+    ``work(name, shape)`` supplies the arrays the results are written to. The
+    objectives pass one that keeps them between evaluations (at high sharpness
+    a fresh array per operation cost the surrogate more in page faults than in
+    arithmetic, 1.6 of its 1.8 ms for 44,850 pairs); the operations, hence the
+    results, are the same. Results in kept arrays are overwritten by the next
+    call.
     """
-    if work is None:
-
-        def work(name, shape, dtype=np.float64):
-            return np.empty(shape, dtype=dtype)
-
     mlog = np.log(r, out=work("log", r.shape))
     centre = mlog.mean()
     upper = np.multiply(mlog, beta, out=work("upper", r.shape))
@@ -645,41 +646,31 @@ def _direct_surrogate(r, beta, work=None):
     return value, np.divide(d_l, r, out=work("d_r", r.shape)), d_l, (pi_u, pi_l)
 
 
-def _soft_extremes(upper, lower, work=None):
+def _soft_extremes(upper, lower, work=_fresh):
     """``LSE(upper) + LSE(lower)`` and both soft-max weight vectors, one exp each.
 
-    With ``work`` (see :func:`_direct_surrogate`), ``upper`` and ``lower`` are
-    overwritten by their weight vectors; without, they are left as they are.
+    ``upper`` and ``lower`` are overwritten by their weight vectors (every
+    caller passes arrays it does not need afterwards); ``work`` supplies the
+    mask of the terms that count (see :func:`_direct_surrogate`).
     """
     out = []
     for t in (upper, lower):
         top = t.max()
-        if work is None:
-            shifted = t - top
-        else:
-            shifted = np.subtract(t, top, out=t)
-        near = np.greater(
-            shifted,
-            -SOFTMAX_CUTOFF,
-            out=None if work is None else work("near", (t.size,), bool),
-        )
+        shifted = np.subtract(t, top, out=t)
+        near = np.greater(shifted, -SOFTMAX_CUTOFF, out=work("near", (t.size,), bool))
         n_near = np.count_nonzero(near)
         if n_near == t.size:
             # Low sharpness: every term counts.
-            e = np.exp(shifted, out=None if work is None else shifted)
+            e = np.exp(shifted, out=shifted)
         elif n_near > t.size // 2:
-            if work is None:
-                e = np.exp(np.maximum(shifted, -SOFTMAX_CUTOFF)) * near
-            else:
-                e = np.maximum(shifted, -SOFTMAX_CUTOFF, out=shifted)
-                np.exp(e, out=e)
-                np.multiply(e, near, out=e)
+            e = np.maximum(shifted, -SOFTMAX_CUTOFF, out=shifted)
+            np.exp(e, out=e)
+            np.multiply(e, near, out=e)
         else:
             near = np.flatnonzero(near)
             values = np.exp(shifted[near])
-            e = np.zeros_like(t) if work is None else shifted
-            if work is not None:
-                e.fill(0.0)
+            e = shifted
+            e.fill(0.0)
             e[near] = values
         total = e.sum()
         out.append((top + np.log(total), np.divide(e, total, out=e)))
