@@ -199,19 +199,22 @@ def test_gradient_matches_finite_differences(cls, algorithm):
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
 
+def _direct_objective(cls, X, k, *, penalty):
+    """The direct map's surrogate of the centred ``X`` on all its pairs."""
+    X = X - X.mean(0)
+    if cls is _PairObjective:
+        rows, cols, d2 = all_pairs(X)
+        return cls(X, rows, cols, d2, k, derandomized=False, penalty=penalty)
+    return cls(X, 1e-12, k, derandomized=False, penalty=penalty)
+
+
 @pytest.mark.parametrize("beta", [7.0, 300.0])
 @pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
 def test_hessp_matches_finite_differences_of_the_gradient(cls, beta):
     # The certificate's Lanczos runs on these exact products (direct map); at
     # sharpness 300 most pairs' soft-max weights underflow and are skipped.
     rng = np.random.default_rng(2)
-    X = rng.standard_normal((25, 6))
-    X -= X.mean(0)
-    if cls is _PairObjective:
-        rows, cols, d2 = all_pairs(X)
-        obj = cls(X, rows, cols, d2, 3, derandomized=False, penalty=0.3)
-    else:
-        obj = cls(X, 1e-12, 3, derandomized=False, penalty=0.3)
+    obj = _direct_objective(cls, rng.standard_normal((25, 6)), 3, penalty=0.3)
     obj.beta = beta
     z = 0.5 * rng.standard_normal(18)
     for v in (rng.standard_normal(18), np.eye(18)[4]):
@@ -249,13 +252,7 @@ def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
     # evaluation reuses them. Evaluating again at the same point gives the same
     # numbers exactly, before and after an evaluation elsewhere.
     rng = np.random.default_rng(3)
-    X = rng.standard_normal((30, 7))
-    X -= X.mean(0)
-    if cls is _PairObjective:
-        rows, cols, d2 = all_pairs(X)
-        obj = cls(X, rows, cols, d2, 3, derandomized=False, penalty=0.1)
-    else:
-        obj = cls(X, 1e-12, 3, derandomized=False, penalty=0.1)
+    obj = _direct_objective(cls, rng.standard_normal((30, 7)), 3, penalty=0.1)
     for beta in (2.0, 400.0):  # every pair in the soft-max, then a few
         obj.beta = beta
         z, other, v = 0.5 * rng.standard_normal((3, 21))
