@@ -182,6 +182,8 @@ class SmoothedCut:
         )
         self._edge_of_entry = pattern.data.astype(np.int64) - 1
         self._pattern = pattern
+        # The Hessian's quantities at the last point asked (see _curvature).
+        self._curvature_cache = None
 
     def _edge_dots(self, V, U=None):
         """``v_i . u_j`` for every edge ``(i, j)`` (``U = V`` by default)."""
@@ -232,17 +234,23 @@ class SmoothedCut:
         rho = self._edge_dots(V) / (s[i] * s[j])
         return float(self.weights @ self._separation(a, rho))
 
-    def __call__(self, z):
+    def _first_order(self, V, mu):
+        """The rounding's Gaussian at ``(V, mu)`` and the gradient's parts.
+
+        Per vertex ``s2 = tau**2 + |v_i|**2``, ``s``, ``a = mu / s``, the
+        derivatives ``g_a`` of the weighted separation in ``a`` and ``diag``;
+        per edge ``inv_ss = 1 / (s_i s_j)``, the correlation ``rho``, the
+        separation's partial derivatives ``d_h, d_k, d_rho`` and ``g_rho = w
+        d_rho``. Shared by the value and gradient (:meth:`__call__`) and the
+        Hessian's quantities (:meth:`_curvature`).
+        """
         n = self.n
-        V, mu = self.split(z)
         i, j, w = self.rows, self.cols, self.weights
         s2 = self.tau**2 + np.einsum("ij,ij->i", V, V)
         s = np.sqrt(s2)
         a = mu / s
-        dots = self._edge_dots(V)
         inv_ss = 1.0 / (s[i] * s[j])
-        rho = dots * inv_ss
-        value = w @ self._separation(a, rho)
+        rho = self._edge_dots(V) * inv_ss
         phi = _normal_density(a)
         d_h, d_k, d_rho = separation_gradient(a[i], a[j], rho, (phi[i], phi[j]))
         g_a = np.bincount(i, w * d_h, minlength=n) + np.bincount(
@@ -251,17 +259,35 @@ class SmoothedCut:
         g_rho = w * d_rho
         # d rho_ij / d v_i = v_j / (s_i s_j) - rho_ij v_i / s_i**2 and
         # d a_i / d v_i = -a_i v_i / s_i**2, d a_i / d mu_i = 1 / s_i.
-        # The private pattern's values are overwritten in place: no copy of its
-        # index arrays per call.
-        coupling = self._pattern
-        coupling.data = (g_rho * inv_ss)[self._edge_of_entry]
         diag = (
             np.bincount(i, g_rho * rho, minlength=n)
             + np.bincount(j, g_rho * rho, minlength=n)
             + g_a * a
         ) / s2
-        grad_V = coupling @ V - diag[:, None] * V - 2.0 * self.lam * V
-        grad_mu = g_a / s
+        return dict(
+            s2=s2,
+            s=s,
+            a=a,
+            inv_ss=inv_ss,
+            rho=rho,
+            diag=diag,
+            g_a=g_a,
+            g_rho=g_rho,
+            d_h=d_h,
+            d_k=d_k,
+            d_rho=d_rho,
+        )
+
+    def __call__(self, z):
+        V, mu = self.split(z)
+        p = self._first_order(V, mu)
+        value = self.weights @ self._separation(p["a"], p["rho"])
+        # The private pattern's values are overwritten in place: no copy of its
+        # index arrays per call.
+        coupling = self._pattern
+        coupling.data = (p["g_rho"] * p["inv_ss"])[self._edge_of_entry]
+        grad_V = coupling @ V - p["diag"][:, None] * V - 2.0 * self.lam * V
+        grad_mu = p["g_a"] / p["s"]
         value = value - self.lam * np.sum(V * V)
         # Negated: minimize_sosp minimizes.
         return -value, -np.concatenate([grad_V.ravel(), grad_mu])
@@ -274,32 +300,15 @@ class SmoothedCut:
         once for all of them, so that each product is sparse products and
         gathers only.
         """
-        cached = getattr(self, "_curvature_cache", None)
+        cached = self._curvature_cache
         if cached is not None and np.array_equal(cached["z"], z):
             return cached
-        n = self.n
-        V, _ = self.split(z)
-        mu = z[n * self.rank :]
+        V, mu = self.split(z)
+        p = self._first_order(V, mu)
+        a, rho = p["a"], p["rho"]
         i, j, w = self.rows, self.cols, self.weights
-        s2 = self.tau**2 + np.einsum("ij,ij->i", V, V)
-        s = np.sqrt(s2)
-        a = mu / s
-        inv_ss = 1.0 / (s[i] * s[j])
-        rho = self._edge_dots(V) * inv_ss
-        h, k = a[i], a[j]
-        phi = _normal_density(a)
-        d_h, d_k, d_rho = separation_gradient(h, k, rho, (phi[i], phi[j]))
-        second = separation_hessian(h, k, rho, d_h, d_k, d_rho)
-        g_a = np.bincount(i, w * d_h, minlength=n) + np.bincount(
-            j, w * d_k, minlength=n
-        )
-        g_rho = w * d_rho
-        c = g_rho * inv_ss
-        diag = (
-            np.bincount(i, g_rho * rho, minlength=n)
-            + np.bincount(j, g_rho * rho, minlength=n)
-            + g_a * a
-        ) / s2
+        second = separation_hessian(a[i], a[j], rho, p["d_h"], p["d_k"], p["d_rho"])
+        c = p["g_rho"] * p["inv_ss"]
         pattern = self._pattern
         coupling = sparse.csr_matrix(
             (c[self._edge_of_entry], pattern.indices, pattern.indptr),
@@ -311,22 +320,15 @@ class SmoothedCut:
             (np.zeros(pattern.nnz), pattern.indices, pattern.indptr),
             shape=pattern.shape,
         )
-        cached = {
-            "z": np.array(z, copy=True),
-            "V": V.copy(),
-            "s": s,
-            "s2": s2,
-            "a": a,
-            "inv_ss": inv_ss,
-            "rho": rho,
-            "second": tuple(w * p for p in second),
-            "g_a": g_a,
-            "g_rho": g_rho,
-            "c": c,
-            "diag": diag,
-            "coupling": coupling,
-            "d_coupling": d_coupling,
-        }
+        cached = dict(
+            p,
+            z=np.array(z, copy=True),
+            V=V.copy(),
+            second=tuple(w * q for q in second),
+            c=c,
+            coupling=coupling,
+            d_coupling=d_coupling,
+        )
         self._curvature_cache = cached
         return cached
 
