@@ -566,10 +566,19 @@ def test_n_tabu_moves_budget():
 
 
 @pytest.mark.parametrize(
-    "n, params, sweeps",
-    [(20, {}, 100), (150, {}, 600), (60, {"n_sweeps": 7, "n_replicas": 3}, 7)],
+    "n, params, method, sweeps",
+    [
+        # Mean degree about 3 (below 16): tempering; 18 of the 20 vertices
+        # have edges.
+        (20, {}, "tempering", 180),
+        # Mean degree about 22: annealing.
+        (150, {}, "annealing", 1500),
+        (60, {"n_sweeps": 7, "n_replicas": 3}, "tempering", 7),
+    ],
 )
-def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, sweeps):
+def test_verbose_reports_stages_and_the_annealing_budget(
+    capsys, n, params, method, sweeps
+):
     A = sparse.csr_matrix(gnp(n, 0.15, 0, signed=True))
     params.setdefault("n_sweeps", "auto")
     quiet = fit(A, **params)
@@ -578,9 +587,9 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
     lines = capsys.readouterr().out.splitlines()
     stage_lines = [line for line in lines if " stage " in line]
     assert len(stage_lines) == mc.n_stages_
-    # "auto": tempering, 16 replicas and 4 sweeps per vertex (at least 100),
-    # below 5,000 vertices.
-    improvement = [line for line in lines if "tempering:" in line]
+    # "auto" below 5,000 vertices: 16 replicas and 10 sweeps per vertex (at
+    # least 100), tempered if the mean degree is below 16, annealed otherwise.
+    improvement = [line for line in lines if f"{method}:" in line]
     assert len(improvement) == 1
     replicas = params.get("n_replicas", 16)
     assert f"{replicas} replicas x {sweeps} sweeps" in improvement[0]
@@ -590,10 +599,14 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
 @pytest.mark.parametrize(
     "n, n_entries, expected",
     [
-        (20, 100, (100, 16)),
-        (300, 1_000, (1200, 16)),
-        # Sparse (G11-like, 4 entries a vertex): 4 sweeps per vertex.
-        (800, 3_200, (3200, 16)),
+        (5, 10, (100, 16)),
+        (20, 100, (200, 16)),
+        (300, 1_000, (3000, 16)),
+        # Sparse (G11-like, 4 entries a vertex): 10 sweeps per vertex would
+        # give 8,000; the cap.
+        (800, 3_200, (8000, 16)),
+        # G14-like: 16 * 10**6 // (800 + 9,388 // 6).
+        (800, 9_388, (6768, 16)),
         # Dense (G1-like): the work budget, 16 * 10**6 // (800 + 38,352 // 6).
         (800, 38_352, (2224, 16)),
         # G43-like: 16 * 10**6 // (1,000 + 19,980 // 6).
@@ -618,12 +631,38 @@ def test_verbose_reports_stages_and_the_annealing_budget(capsys, n, params, swee
     ],
 )
 def test_auto_annealing_budget(n, n_entries, expected):
-    # Several replicas with 4 sweeps per vertex on small graphs, otherwise a
+    # Several replicas with 10 sweeps per vertex on small graphs, otherwise a
     # budget of work that counts a vertex like 6 stored entries, between 2,000
     # and 8,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
     # between 5,000 and 20,000) on large ones; an explicit value is kept as is.
     assert _maxcut._annealing_budget(n, n_entries, "auto", "auto") == expected
     assert _maxcut._annealing_budget(n, n_entries, 7, 3) == (7, 3)
+
+
+@pytest.mark.parametrize(
+    "n, n_entries, expected",
+    [
+        # G11-G21 (mean degree 4 and about 12), planar, 3-regular: tempering.
+        (800, 3_200, "tempering"),
+        (800, 9_388, "tempering"),
+        (2_000, 11_952, "tempering"),
+        # Mean degree 16 exactly, and G22, G43 (20) and G1 (48): annealing.
+        (1_000, 16_000, "annealing"),
+        (2_000, 39_980, "annealing"),
+        (800, 38_352, "annealing"),
+        (5_000, 79_998, "tempering"),
+        # One chain beyond 5,000 vertices, sparse or not.
+        (5_001, 15_000, "annealing"),
+        (10_000, 400_000, "annealing"),
+    ],
+)
+def test_auto_improvement_method(n, n_entries, expected):
+    # Tempering on sparse graphs up to 5,000 vertices, annealing on dense ones
+    # (stored entries at least 16 per vertex) and on every larger graph; an
+    # explicit choice is kept.
+    assert _maxcut._improvement_method(n, n_entries, "auto") == expected
+    for method in ("tempering", "annealing", "tabu", "1-flip"):
+        assert _maxcut._improvement_method(n, n_entries, method) == method
 
 
 def test_verbose_2_adds_the_solver_progress(capsys):

@@ -72,7 +72,21 @@ _TEMPERING_LADDER = (0.5, 0.08)
 # four 6,842-6,848 in 0.8 s; 1,000 sweeps of eight 6,874 in 3.3 s).
 _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
-# n_sweeps="auto" with several replicas: 4 sweeps per vertex (smaller graphs
+# local_search="auto" up to _AUTO_REPLICAS_MAX_N vertices: graphs whose mean
+# degree is at least this are annealed (16 replicas cooled together), sparser
+# ones tempered. On G22 (mean degree 20), from the rounded cuts of eight seeds
+# with eight further seeds of the chains, 2,000 sweeps: annealing 13,358 in 15
+# of 16 runs (13,357 and 13,359 once each), tempering 13,350-13,358 (mean
+# 13,356.9; the default fit of seeds 0-7: 13,350, 13,351, 13,356, 13,357 x 4,
+# 13,358), where dwave-samplers' annealing at our fit's time gives 13,357 or
+# 13,358 (mean 13,357.75 over eight seeds). On the other dense Gset graphs
+# both reach the same cuts (G1 11,624 and G43 6,660 in 8 of 8; G10 mean
+# 1,999.25 tempered, 1,999.1 annealed), and annealing saves the swaps' cost. On
+# the sparse ones tempering is ahead (G13 581.0 against 580.5, G14 3,061.25
+# against 3,059.75 for 4 tempered and 12 annealed replicas in one matrix,
+# G18 989.6 against 989.1 annealed).
+_AUTO_ANNEALING_MIN_DEGREE = 16
+# n_sweeps="auto" with several replicas: 10 sweeps per vertex (smaller graphs
 # settle sooner, and on dense small graphs, one vertex per colour class, a
 # sweep costs a Python step per vertex), at least 100, at most 8,000; between
 # 2,000 and 8,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 6) sweeps, a budget
@@ -83,7 +97,7 @@ _AUTO_REPLICAS_SMALL = 16
 # graphs), but the SDP, the bound and the rounding also grow with the entries,
 # so an entry is charged as a sixth of a vertex. The dense Gset graphs keep
 # about 2,000 sweeps (G1-G10 2,224, G22 2,000: their fits are the longest,
-# 2.6-4.4 s), G11-G21 keep 4 per vertex (3,200), G43-G47 get 3,695; sparse
+# 2.6-4.4 s), G11-G13 get 8,000 and G14-G21 about 6,800, G43-G47 3,695; sparse
 # graphs of 2,000 vertices, whose fits were 2.3-3.0 s, get more (3-regular
 # 5,333, planar 4,008, torus 45 x 45 4,740), where more sweeps are what finds
 # the last edges (16 replicas from the rounded cut, four seeds: 3-regular
@@ -94,6 +108,13 @@ _AUTO_REPLICAS_SMALL = 16
 # best-known cuts; a budget giving G1-G10 2,666 sweeps and G43-G47 3,943 took
 # 12 of 27 Gset fits over 5 s on a slow machine state.
 _AUTO_SWEEPS_MIN = 100
+# Sweeps per vertex on small graphs: 10 (was 4, which held the sparse Gset
+# graphs G11-G21, 1-2 s fits, to 3,200 sweeps). With the work budget instead
+# (G11-G13 8,000 sweeps, G14-G21 6,768), G13 reaches the best-known 582 from
+# all eight seeds tried (581.0 mean at 3,200 sweeps; dwave-samplers' annealing
+# at 5,976 sweeps, our former fit's time, 581.0, two seeds 578) and G14 gains
+# (3,062.1 against 3,061.25 mean over eight seeds).
+_AUTO_SWEEPS_PER_VERTEX = 10
 _AUTO_SWEEPS_MAX = 8_000
 _AUTO_SWEEPS_BASE = 2_000
 _AUTO_SWEEPS_WORK_SMALL = 16_000_000
@@ -114,10 +135,20 @@ _AUTO_SWEEPS_LONG_MIN = 5_000
 _AUTO_SWEEPS_LONG_MAX = 20_000
 
 
-def _improvement_method(n_vertices, local_search):
-    """``local_search`` with "auto" resolved: tempering needs several replicas."""
+def _improvement_method(n_vertices, n_entries, local_search):
+    """``local_search`` with "auto" resolved.
+
+    Tempering needs several replicas (graphs up to _AUTO_REPLICAS_MAX_N
+    vertices) and pays on sparse ones; dense graphs are annealed.
+    ``n_entries`` is the number of stored entries of the adjacency matrix
+    (twice the edges).
+    """
     if local_search == "auto":
-        return "tempering" if n_vertices <= _AUTO_REPLICAS_MAX_N else "annealing"
+        if n_vertices > _AUTO_REPLICAS_MAX_N:
+            return "annealing"
+        if n_entries >= _AUTO_ANNEALING_MIN_DEGREE * n_vertices:
+            return "annealing"
+        return "tempering"
     return local_search
 
 
@@ -134,7 +165,8 @@ def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
             sweep_cost = n_vertices + n_entries // _ENTRIES_PER_VERTEX_COST
             by_work = max(_AUTO_SWEEPS_BASE, _AUTO_SWEEPS_WORK_SMALL // sweep_cost)
             n_sweeps = max(
-                _AUTO_SWEEPS_MIN, min(_AUTO_SWEEPS_MAX, 4 * n_vertices, by_work)
+                _AUTO_SWEEPS_MIN,
+                min(_AUTO_SWEEPS_MAX, _AUTO_SWEEPS_PER_VERTEX * n_vertices, by_work),
             )
         else:
             n_sweeps = min(
@@ -303,8 +335,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             None, default="auto"
         Improvement of the rounded cut (which is first made 1-flip optimal):
 
-        - ``"auto"``: ``"tempering"`` up to 5,000 vertices, ``"annealing"`` (one
-          long chain) beyond.
+        - ``"auto"``: up to 5,000 vertices, ``"tempering"`` on sparse graphs and
+          ``"annealing"`` on those of mean degree 16 or more; ``"annealing"``
+          (one long chain) beyond.
         - ``"tempering"``: replica exchange (parallel tempering) started from the
           rounded cut, ``n_replicas`` replicas on a ladder of fixed temperatures
           for ``n_sweeps`` sweeps (see Notes); with one replica, annealing.
@@ -322,7 +355,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Budget of the tempering and the annealing: sweeps over all vertices, each
         offering every vertex one flip in every replica. A count of moves, not a
         time, so that the cut does not depend on the machine. ``"auto"`` means,
-        up to 5,000 vertices, ``4 * n_vertices`` sweeps (chains on small graphs
+        up to 5,000 vertices, ``10 * n_vertices`` sweeps (chains on small graphs
         settle in fewer sweeps), at least 100, but at most
         ``16 * 10**6 // (n_vertices + n_entries // 6)`` clipped to
         [2000, 8000], ``n_entries`` the stored entries of the adjacency matrix
@@ -818,7 +851,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Never returns less than the rounded cut.
         """
         start, _ = one_flip(adjacency, spins)
-        method = _improvement_method(spins.size, self.local_search)
+        method = _improvement_method(spins.size, adjacency.nnz, self.local_search)
         n_sweeps, n_replicas = _annealing_budget(
             spins.size, adjacency.nnz, self.n_sweeps, self.n_replicas
         )
