@@ -648,3 +648,92 @@ def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
         LearnedJLTransformer(3, random_state=0).fit(X)
     monkeypatch.setattr(_memory, "available_memory", lambda: None)
     LearnedJLTransformer(3, random_state=0).fit(X)
+
+
+def test_whitening_scales_each_direction_by_its_inverse_deviation():
+    from skderand.embedding import _active
+    from skderand.embedding._pairs import _Span
+
+    rng = np.random.default_rng(0)
+    # Principal deviations over five decades (the variances over ten), and an
+    # isotropic cloud.
+    deviations = np.logspace(0, -5, 8)
+    X = rng.standard_normal((200, 8)) * deviations
+    coords = _Span(X).coords
+    scale = _active._whitening_scale(coords)
+    e = np.einsum("ij,ij->j", coords, coords)
+    e /= e.mean()
+    floored = e < _active.WHITEN_FLOOR
+    assert floored.any() and not floored.all()
+    # Whitened: each unfloored direction's variance times its scale^2 is the mean
+    # variance; the floored ones are scaled as if at the floor.
+    np.testing.assert_allclose(e[~floored] * scale[~floored] ** 2, 1.0, rtol=1e-12)
+    np.testing.assert_allclose(
+        scale[floored], _active.WHITEN_FLOOR**-0.5, rtol=1e-12
+    )
+    isotropic = _Span(rng.standard_normal((200, 8))).coords
+    assert _active._whitening_scale(isotropic) is None
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "derandomized"])
+def test_whitened_stage_solves_the_same_surrogate(algorithm):
+    # The stage's L-BFGS runs on N = M / scale; the point it returns is a map M
+    # whose surrogate is below the start's, and at its end the gradient in N
+    # (df/dM * scale) is small: the same problem in other coordinates.
+    from skderand.embedding import _active
+
+    from skderand.embedding._pairs import _Span
+
+    # 40 points near a 5-dimensional subspace of 60: variances over 4 decades.
+    X = make_data("low_rank", 0)[:40]
+    pairs = _active._ActivePairs(_Span(X).coords, working_set=5000)
+    assert pairs.scale is not None
+    k, rank = 2, pairs.X.shape[1]
+    pairs.reset(k)
+    assert pairs.complete  # every pair in the surrogate
+    derandomized = algorithm == "derandomized"
+    rng = np.random.RandomState(0)
+    z = rng.standard_normal(k * rank) / np.sqrt(k)
+    if derandomized:
+        z = np.append(z, 0.1)
+    objective = pairs.objective(k, 10.0, derandomized=derandomized, penalty=0.1)
+    start_value = objective(z)[0]
+    z_end, n_iter, converged = pairs._lbfgs(objective, z, 1e-2, 3000)
+    assert converged and 1 <= n_iter < 3000
+    value, grad = objective(z_end)
+    assert value < start_value
+    scale = np.ones(z.size)
+    scale[: k * rank] = np.tile(pairs.scale, k)
+    # L-BFGS-B's test: the inf-norm of the whitened gradient below tol / sqrt(n).
+    assert np.abs(grad * scale).max() <= 1e-2 / np.sqrt(z.size)
+
+
+def test_certificate_of_a_far_stage_end_is_taken_where_it_stands():
+    # A final stage ending with a gradient above CERTIFY_REACH * tol is certified
+    # at its end point (no certifying solver): same point, no iteration, and the
+    # certificate's gradient norm is that point's.
+    from skderand.embedding import _active
+    from skderand.embedding._pairs import _Span
+
+    X = make_data("gaussian", 0)
+    pairs = _active._ActivePairs(_Span(X).coords, working_set=4000)
+    k, rank = 4, pairs.X.shape[1]
+    pairs.reset(k)
+    z = np.random.RandomState(0).standard_normal(k * rank) / 2.0
+    objective = pairs.objective(k, 100.0, derandomized=False, penalty=0.1)
+    grad_norm = np.linalg.norm(objective(z)[1])
+    tol = grad_norm / (2 * _active.CERTIFY_REACH)
+    z_out, n_iter, cert = _active.certify_stage(
+        pairs,
+        objective,
+        z,
+        k,
+        tol=tol,
+        curvature_tol=np.sqrt(tol),
+        max_iter=50,
+        rng=np.random.RandomState(0),
+        verbose=0,
+    )
+    assert n_iter == 0 and np.array_equal(z_out, z)
+    assert cert.grad_norm == pytest.approx(grad_norm, rel=1e-12)
+    assert not cert.success
