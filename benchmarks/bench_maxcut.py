@@ -1,7 +1,9 @@
 """DeterministicMaxCut against dwave-samplers' annealing and tabu, in one run.
 
 For each graph: our default fit (derandomized Goemans-Williamson rounding, then
-the improvement phase: replica exchange up to 5,000 vertices, annealing beyond)
+the improvement phase: up to 5,000 vertices, replica exchange, or 16 annealed
+replicas on graphs of 1,500 vertices or more and mean degree 16 or more; one
+annealing chain beyond)
 with its cut, certified upper bound, cut / bound, ratio to the best-known cut
 (Gset only), the cut before the improvement phase, and the
 wall time of each stage; then, on the same graph and in the same process,
@@ -355,8 +357,9 @@ def main(argv=None):
     )
     print(
         "# ours: DeterministicMaxCut() defaults; stage columns: SDP, dual bound, "
-        "derandomized rounding, improvement (replica exchange up to 5,000 "
-        "vertices, annealing beyond), total fit (wall s).\n"
+        "derandomized rounding, improvement (up to 5,000 vertices replica "
+        "exchange, or 16 annealed replicas if n >= 1,500 and mean degree >= 16; "
+        "one annealing chain beyond), total fit (wall s).\n"
         f"# SA: dwave-samplers SimulatedAnnealingSampler, {args.sa_reads} reads, "
         "sweeps calibrated to our wall time; tabu: TabuSampler, 1 read, timeout = "
         "our wall time.\n# rnded: cut (or ratio) before the improvement phase; "

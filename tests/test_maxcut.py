@@ -571,8 +571,8 @@ def test_n_tabu_moves_budget():
         # Mean degree about 3 (below 16): tempering; 18 of the 20 vertices
         # have edges.
         (20, {}, "tempering", 180),
-        # Mean degree about 22: annealing.
-        (150, {}, "annealing", 1500),
+        # Mean degree about 22 but 150 vertices: tempering.
+        (150, {}, "tempering", 1500),
         (60, {"n_sweeps": 7, "n_replicas": 3}, "tempering", 7),
     ],
 )
@@ -588,7 +588,8 @@ def test_verbose_reports_stages_and_the_annealing_budget(
     stage_lines = [line for line in lines if " stage " in line]
     assert len(stage_lines) == mc.n_stages_
     # "auto" below 5,000 vertices: 16 replicas and 10 sweeps per vertex (at
-    # least 100), tempered if the mean degree is below 16, annealed otherwise.
+    # least 100), tempered (annealed only from 1,500 vertices of mean degree
+    # 16).
     improvement = [line for line in lines if f"{method}:" in line]
     assert len(improvement) == 1
     replicas = params.get("n_replicas", 16)
@@ -646,10 +647,13 @@ def test_auto_annealing_budget(n, n_entries, expected):
         (800, 3_200, "tempering"),
         (800, 9_388, "tempering"),
         (2_000, 11_952, "tempering"),
-        # Mean degree 16 exactly, and G22, G43 (20) and G1 (48): annealing.
-        (1_000, 16_000, "annealing"),
+        # Dense but fewer than 1,500 vertices (G1, G43): tempering.
+        (800, 38_352, "tempering"),
+        (1_000, 19_980, "tempering"),
+        (1_499, 30_000, "tempering"),
+        # At least 1,500 vertices and mean degree 16 (G22: 20): annealing.
+        (1_500, 24_000, "annealing"),
         (2_000, 39_980, "annealing"),
-        (800, 38_352, "annealing"),
         (5_000, 79_998, "tempering"),
         # One chain beyond 5,000 vertices, sparse or not.
         (5_001, 15_000, "annealing"),
@@ -657,9 +661,9 @@ def test_auto_annealing_budget(n, n_entries, expected):
     ],
 )
 def test_auto_improvement_method(n, n_entries, expected):
-    # Tempering on sparse graphs up to 5,000 vertices, annealing on dense ones
-    # (stored entries at least 16 per vertex) and on every larger graph; an
-    # explicit choice is kept.
+    # Tempering up to 5,000 vertices, except annealing on dense graphs (stored
+    # entries at least 16 per vertex) of at least 1,500 vertices; annealing on
+    # every larger graph; an explicit choice is kept.
     assert _maxcut._improvement_method(n, n_entries, "auto") == expected
     for method in ("tempering", "annealing", "tabu", "1-flip"):
         assert _maxcut._improvement_method(n, n_entries, method) == method

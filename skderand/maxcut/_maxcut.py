@@ -72,19 +72,29 @@ _TEMPERING_LADDER = (0.5, 0.08)
 # four 6,842-6,848 in 0.8 s; 1,000 sweeps of eight 6,874 in 3.3 s).
 _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
-# local_search="auto" up to _AUTO_REPLICAS_MAX_N vertices: graphs whose mean
-# degree is at least this are annealed (16 replicas cooled together), sparser
-# ones tempered. On G22 (mean degree 20), from the rounded cuts of eight seeds
-# with eight further seeds of the chains, 2,000 sweeps: annealing 13,358 in 15
-# of 16 runs (13,357 and 13,359 once each), tempering 13,350-13,358 (mean
-# 13,356.9; the default fit of seeds 0-7: 13,350, 13,351, 13,356, 13,357 x 4,
-# 13,358), where dwave-samplers' annealing at our fit's time gives 13,357 or
-# 13,358 (mean 13,357.75 over eight seeds). On the other dense Gset graphs
-# both reach the same cuts (G1 11,624 and G43 6,660 in 8 of 8; G10 mean
-# 1,999.25 tempered, 1,999.1 annealed), and annealing saves the swaps' cost. On
-# the sparse ones tempering is ahead (G13 581.0 against 580.5, G14 3,061.25
-# against 3,059.75 for 4 tempered and 12 annealed replicas in one matrix,
-# G18 989.6 against 989.1 annealed).
+# local_search="auto" up to _AUTO_REPLICAS_MAX_N vertices: graphs of at least
+# _AUTO_ANNEALING_MIN_N vertices and mean degree at least
+# _AUTO_ANNEALING_MIN_DEGREE are annealed (16 replicas cooled together), the
+# others tempered. Measured from the rounded cuts of four to eight seeds, with
+# eight seeds of the chains, default budgets:
+# - G22 (2,000 vertices, degree 20): annealed 13,358 in 15 of 16 runs (13,357
+#   and 13,359 once each), tempered 13,350-13,358 (mean 13,356.9), where
+#   dwave-samplers' annealing at our fit's time gives 13,357 or 13,358 (mean
+#   13,357.75 over eight seeds). Random graphs of degree 20 not used to choose
+#   the rule: 2,000 vertices annealed 13,340.75 mean against 13,337.5
+#   tempered, 3,000 vertices 20,000.25 against 19,995.25.
+# - Smaller dense graphs go the other way: G4 (800 vertices, degree 48)
+#   tempered 11,646 in 8 of 8, annealed 11,644.75 mean (11,641 three times);
+#   with every dense graph annealed, a Gset run lost G2 (11,617 against
+#   11,620), G46 (6,647 against 6,649) and G47 (6,656 against 6,657), all
+#   1,000 vertices or fewer. G1 and G43 reach 11,624 and 6,660 either way.
+# - Sparse graphs of 2,000 vertices are tempered better: planar +-1 1,736.9
+#   against 1,735.5 annealed, 3-regular 2,763.4 against 2,763.1; so are the
+#   sparse Gset graphs (G13 581.0 against 580.5, G18 989.6 against 989.1).
+# Tempering's ladder exchanges rarely on large graphs (swap acceptance at its
+# hot end 1-4% on G22 and the sparse 2,000-vertex graphs, against 8-26% on
+# G4, G13, G14); on the sparse ones its cold rungs still find the better cuts.
+_AUTO_ANNEALING_MIN_N = 1_500
 _AUTO_ANNEALING_MIN_DEGREE = 16
 # n_sweeps="auto" with several replicas: 10 sweeps per vertex (smaller graphs
 # settle sooner, and on dense small graphs, one vertex per colour class, a
@@ -139,14 +149,18 @@ def _improvement_method(n_vertices, n_entries, local_search):
     """``local_search`` with "auto" resolved.
 
     Tempering needs several replicas (graphs up to _AUTO_REPLICAS_MAX_N
-    vertices) and pays on sparse ones; dense graphs are annealed.
+    vertices) and pays on sparse or small ones; larger dense graphs are
+    annealed.
     ``n_entries`` is the number of stored entries of the adjacency matrix
     (twice the edges).
     """
     if local_search == "auto":
         if n_vertices > _AUTO_REPLICAS_MAX_N:
             return "annealing"
-        if n_entries >= _AUTO_ANNEALING_MIN_DEGREE * n_vertices:
+        if (
+            n_vertices >= _AUTO_ANNEALING_MIN_N
+            and n_entries >= _AUTO_ANNEALING_MIN_DEGREE * n_vertices
+        ):
             return "annealing"
         return "tempering"
     return local_search
@@ -335,9 +349,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             None, default="auto"
         Improvement of the rounded cut (which is first made 1-flip optimal):
 
-        - ``"auto"``: up to 5,000 vertices, ``"tempering"`` on sparse graphs and
-          ``"annealing"`` on those of mean degree 16 or more; ``"annealing"``
-          (one long chain) beyond.
+        - ``"auto"``: up to 5,000 vertices, ``"tempering"``, or ``"annealing"``
+          if there are at least 1,500 vertices and the mean degree is 16 or
+          more; ``"annealing"`` (one long chain) beyond 5,000 vertices.
         - ``"tempering"``: replica exchange (parallel tempering) started from the
           rounded cut, ``n_replicas`` replicas on a ladder of fixed temperatures
           for ``n_sweeps`` sweeps (see Notes); with one replica, annealing.
@@ -493,7 +507,10 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     Boltzmann distribution: the cold replicas keep receiving the good cuts the
     hot ones find, which is what plain annealing, frozen after its cooling,
     cannot do (with the defaults, on the degree-12 Gset graphs G14-G18, 1 to 9
-    more edges on each for the same sweeps: 15,193 against 15,174 summed). The
+    more edges on each for the same sweeps: 15,193 against 15,174 summed). On
+    dense graphs of 1,500 vertices or more (mean degree 16 or more) the
+    replicas annealed together do better (G22: 13,358 in 15 of 16 seeds
+    against 13,350-13,358 tempered), so ``"auto"`` anneals those. The
     draws come from ``random_state``, so the cut is deterministic. The best cut
     seen (after every sweep, over all replicas, then made 1-flip optimal) is
     returned only if its exactly recomputed value is at least that of the
