@@ -1194,7 +1194,7 @@ def test_gset_default_suite_bound_and_quality(name, bar):
 # zero or invalid value while fitting (tests/test_resources.py covers the rest).
 @pytest.mark.filterwarnings("error::RuntimeWarning")
 # G18, 987 of 992 (0.99496) with simulated annealing, reaches 991 with the
-# replica exchange; the smallest ratio is now G17's, 3,042 of 3,047 (0.9984).
+# replica exchange; the smallest ratio is now G18's, 991 of 992 (0.9990).
 @pytest.mark.parametrize(
     "name", [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
 )
