@@ -570,9 +570,9 @@ def test_n_tabu_moves_budget():
     [
         # Mean degree about 3 (below 16): tempering; 18 of the 20 vertices
         # have edges.
-        (20, {}, "tempering", 180),
+        (20, {}, "tempering", 108),
         # Mean degree about 22 but 150 vertices: tempering.
-        (150, {}, "tempering", 1500),
+        (150, {}, "tempering", 900),
         (60, {"n_sweeps": 7, "n_replicas": 3}, "tempering", 7),
     ],
 )
@@ -587,7 +587,7 @@ def test_verbose_reports_stages_and_the_annealing_budget(
     lines = capsys.readouterr().out.splitlines()
     stage_lines = [line for line in lines if " stage " in line]
     assert len(stage_lines) == mc.n_stages_
-    # "auto" below 5,000 vertices: 16 replicas and 10 sweeps per vertex (at
+    # "auto" below 5,000 vertices: 16 replicas and 6 sweeps per vertex (at
     # least 100), tempered (annealed only from 1,500 vertices of mean degree
     # 16).
     improvement = [line for line in lines if f"{method}:" in line]
@@ -601,13 +601,13 @@ def test_verbose_reports_stages_and_the_annealing_budget(
     "n, n_entries, expected",
     [
         (5, 10, (100, 16)),
-        (20, 100, (200, 16)),
-        (300, 1_000, (3000, 16)),
-        # Sparse (G11-like, 4 entries a vertex): 10 sweeps per vertex would
-        # give 8,000; the cap.
-        (800, 3_200, (8000, 16)),
-        # G14-like: 16 * 10**6 // (800 + 9,388 // 6).
-        (800, 9_388, (6768, 16)),
+        (20, 100, (120, 16)),
+        (300, 1_000, (1800, 16)),
+        # Sparse (G11-like, 4 entries a vertex): 6 sweeps per vertex.
+        (800, 3_200, (4800, 16)),
+        # G14-like: the work budget, 16 * 10**6 // (800 + 9,388 // 6) = 6,768,
+        # is more; 6 sweeps per vertex.
+        (800, 9_388, (4800, 16)),
         # Dense (G1-like): the work budget, 16 * 10**6 // (800 + 38,352 // 6).
         (800, 38_352, (2224, 16)),
         # G43-like: 16 * 10**6 // (1,000 + 19,980 // 6).
@@ -632,7 +632,7 @@ def test_verbose_reports_stages_and_the_annealing_budget(
     ],
 )
 def test_auto_annealing_budget(n, n_entries, expected):
-    # Several replicas with 10 sweeps per vertex on small graphs, otherwise a
+    # Several replicas with 6 sweeps per vertex on small graphs, otherwise a
     # budget of work that counts a vertex like 6 stored entries, between 2,000
     # and 8,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
     # between 5,000 and 20,000) on large ones; an explicit value is kept as is.

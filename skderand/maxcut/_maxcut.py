@@ -96,7 +96,7 @@ _AUTO_REPLICAS_SMALL = 16
 # G4, G13, G14); on the sparse ones its cold rungs still find the better cuts.
 _AUTO_ANNEALING_MIN_N = 1_500
 _AUTO_ANNEALING_MIN_DEGREE = 16
-# n_sweeps="auto" with several replicas: 10 sweeps per vertex (smaller graphs
+# n_sweeps="auto" with several replicas: 6 sweeps per vertex (smaller graphs
 # settle sooner, and on dense small graphs, one vertex per colour class, a
 # sweep costs a Python step per vertex), at least 100, at most 8,000; between
 # 2,000 and 8,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 6) sweeps, a budget
@@ -107,7 +107,7 @@ _AUTO_ANNEALING_MIN_DEGREE = 16
 # graphs), but the SDP, the bound and the rounding also grow with the entries,
 # so an entry is charged as a sixth of a vertex. The dense Gset graphs keep
 # about 2,000 sweeps (G1-G10 2,224, G22 2,000: their fits are the longest,
-# 2.6-4.4 s), G11-G13 get 8,000 and G14-G21 about 6,800, G43-G47 3,695; sparse
+# 2.6-4.4 s), G11-G21 get 4,800, G43-G47 3,695; sparse
 # graphs of 2,000 vertices, whose fits were 2.3-3.0 s, get more (3-regular
 # 5,333, planar 4,008, torus 45 x 45 4,740), where more sweeps are what finds
 # the last edges (16 replicas from the rounded cut, four seeds: 3-regular
@@ -118,13 +118,14 @@ _AUTO_ANNEALING_MIN_DEGREE = 16
 # best-known cuts; a budget giving G1-G10 2,666 sweeps and G43-G47 3,943 took
 # 12 of 27 Gset fits over 5 s on a slow machine state.
 _AUTO_SWEEPS_MIN = 100
-# Sweeps per vertex on small graphs: 10 (was 4, which held the sparse Gset
-# graphs G11-G21, 1-2 s fits, to 3,200 sweeps). With the work budget instead
-# (G11-G13 8,000 sweeps, G14-G21 6,768), G13 reaches the best-known 582 from
-# all eight seeds tried (581.0 mean at 3,200 sweeps; dwave-samplers' annealing
-# at 5,976 sweeps, our former fit's time, 581.0, two seeds 578) and G14 gains
-# (3,062.1 against 3,061.25 mean over eight seeds).
-_AUTO_SWEEPS_PER_VERTEX = 10
+# Sweeps per vertex on small graphs: 6 (was 4, which held the sparse Gset
+# graphs G11-G21, 1-2 s fits, to 3,200 sweeps; they now get 4,800). G13
+# reaches the best-known 582 from all eight seeds tried at 4,800 sweeps as at
+# 6,400 (581.0 mean at 3,200; dwave-samplers' annealing at 5,976 sweeps, our
+# former fit's time, 581.0, two seeds 578); G14 gains at 6,768 sweeps
+# (3,062.1 against 3,061.25 mean over eight seeds), but 10 per vertex took
+# G14-G21 to 3.9-4.7 s fits in a slow machine state, too near 5 s.
+_AUTO_SWEEPS_PER_VERTEX = 6
 _AUTO_SWEEPS_MAX = 8_000
 _AUTO_SWEEPS_BASE = 2_000
 _AUTO_SWEEPS_WORK_SMALL = 16_000_000
@@ -369,7 +370,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         Budget of the tempering and the annealing: sweeps over all vertices, each
         offering every vertex one flip in every replica. A count of moves, not a
         time, so that the cut does not depend on the machine. ``"auto"`` means,
-        up to 5,000 vertices, ``10 * n_vertices`` sweeps (chains on small graphs
+        up to 5,000 vertices, ``6 * n_vertices`` sweeps (chains on small graphs
         settle in fewer sweeps), at least 100, but at most
         ``16 * 10**6 // (n_vertices + n_entries // 6)`` clipped to
         [2000, 8000], ``n_entries`` the stored entries of the adjacency matrix
