@@ -120,9 +120,11 @@ _AUTO_ANNEALING_MIN_DEGREE = 16
 _AUTO_SWEEPS_MIN = 100
 # Sweeps per vertex on small graphs: 6 (was 4, which held the sparse Gset
 # graphs G11-G21, 1-2 s fits, to 3,200 sweeps; they now get 4,800). G13
-# reaches the best-known 582 from all eight seeds tried at 4,800 sweeps as at
-# 6,400 (581.0 mean at 3,200; dwave-samplers' annealing at 5,976 sweeps, our
-# former fit's time, 581.0, two seeds 578); G14 gains at 6,768 sweeps
+# reaches the best-known 582 in all eight chains tried (from the rounded cuts
+# of four seeds) at 4,800 sweeps as at 6,400 (581.0 mean at 3,200), and in the
+# default fits of seeds 0-7 except seed 4's (580); dwave-samplers' annealing
+# at 5,976 sweeps, our former fit's time, gives 581.0 mean (two seeds 578 of
+# eight). G14 gains at 6,768 sweeps
 # (3,062.1 against 3,061.25 mean over eight seeds), but 10 per vertex took
 # G14-G21 to 3.9-4.7 s fits in a slow machine state, too near 5 s.
 _AUTO_SWEEPS_PER_VERTEX = 6
