@@ -12,12 +12,13 @@ from sklearn.random_projection import (
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
-from skderand.embedding import _pairs
+from skderand.embedding import _active, _pairs
 from skderand.embedding._learned_jl import _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
     _PairObjective,
     _PairScanner,
+    _Span,
     all_pairs,
 )
 
@@ -489,8 +490,6 @@ def test_active_set_path_large_n(monkeypatch):
     # More pairs (11,175) than the working set and (patched) than needed per
     # variable: the active-set rounds. The result must still be measured exactly
     # on all pairs and beat the baselines.
-    from skderand.embedding import _active
-
     monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
     X = make_data("digits", 1)
     jl = LearnedJLTransformer(10, working_set=1000, random_state=0).fit(X)
@@ -651,9 +650,6 @@ def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
 
 
 def test_whitening_scales_each_direction_by_its_inverse_deviation():
-    from skderand.embedding import _active
-    from skderand.embedding._pairs import _Span
-
     rng = np.random.default_rng(0)
     # Principal deviations over five decades (the variances over ten), and an
     # isotropic cloud.
@@ -668,9 +664,7 @@ def test_whitening_scales_each_direction_by_its_inverse_deviation():
     # Whitened: each unfloored direction's variance times its scale^2 is the mean
     # variance; the floored ones are scaled as if at the floor.
     np.testing.assert_allclose(e[~floored] * scale[~floored] ** 2, 1.0, rtol=1e-12)
-    np.testing.assert_allclose(
-        scale[floored], _active.WHITEN_FLOOR**-0.5, rtol=1e-12
-    )
+    np.testing.assert_allclose(scale[floored], _active.WHITEN_FLOOR**-0.5, rtol=1e-12)
     isotropic = _Span(rng.standard_normal((200, 8))).coords
     assert _active._whitening_scale(isotropic) is None
 
@@ -680,9 +674,6 @@ def test_whitened_stage_solves_the_same_surrogate(algorithm):
     # The stage's L-BFGS runs on N = M / scale; the point it returns is a map M
     # whose surrogate is below the start's, and at its end the gradient in N
     # (df/dM * scale) is small: the same problem in other coordinates.
-    from skderand.embedding import _active
-
-    from skderand.embedding._pairs import _Span
 
     # 40 points near a 5-dimensional subspace of 60: variances over 4 decades.
     X = make_data("low_rank", 0)[:40]
@@ -712,9 +703,6 @@ def test_certificate_of_a_far_stage_end_is_taken_where_it_stands():
     # A final stage ending with a gradient above CERTIFY_REACH * tol is certified
     # at its end point (no certifying solver): same point, no iteration, and the
     # certificate's gradient norm is that point's.
-    from skderand.embedding import _active
-    from skderand.embedding._pairs import _Span
-
     X = make_data("gaussian", 0)
     pairs = _active._ActivePairs(_Span(X).coords, working_set=4000)
     k, rank = 4, pairs.X.shape[1]
