@@ -38,14 +38,15 @@ def add_maxcut_arguments(parser):
         choices=["auto", "tempering", "annealing", "1-flip", "tabu", "none"],
         default="auto",
         help="improvement of the rounded cut (default: auto, i.e. tempering up "
-        "to 5,000 vertices, annealing beyond)",
+        "to 5,000 vertices, or annealing of 16 replicas from 1,500 vertices if "
+        "the mean degree is 16 or more; one annealing chain beyond)",
     )
     parser.add_argument(
         "--n-sweeps",
         type=int,
         default=None,
         help="tempering or annealing budget in sweeps over all vertices "
-        "(default: up to 5,000 vertices, 4 per vertex, at least 100, at most "
+        "(default: up to 5,000 vertices, 6 per vertex, at least 100, at most "
         "16 * 10**6 / (n + nnz / 6) clipped to 2,000 to 8,000; beyond, "
         "8 * 10**8 / nnz, 5,000 to 20,000)",
     )
