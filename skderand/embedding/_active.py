@@ -527,10 +527,9 @@ def _whitening_scale(X):
     0.2770 -> 0.2734, low-rank k = 10 / 20 0.0223 / 0.0113 -> 0.0220 / 0.0081.
     The active-set rounds use it only when they have the usual length
     (see :meth:`_ActivePairs.solve_stage`). For near-isotropic data (spread
-    below WHITEN_SPREAD) it only perturbs the
-    path (Gaussian 300 x 1000 k = 10 / 20 / 40, whitened by pair scatter:
-    0.5479 / 0.3211 / 0.1816 -> 0.5484 / 0.3212 / 0.1828):
-    None, plain coordinates.
+    below WHITEN_SPREAD) whitening only perturbs the path (Gaussian 300 x 1000
+    k = 10 / 20 / 40, whitened by pair scatter: 0.5479 / 0.3211 / 0.1816 ->
+    0.5484 / 0.3212 / 0.1828), so it returns None there: plain coordinates.
     """
     e = np.einsum("ij,ij->j", X, X)
     if e.size == 0 or not e.min() > 0 or e.max() <= WHITEN_SPREAD * e.min():
