@@ -241,7 +241,12 @@ def test_search_escapes_one_flip_local_optimum(method, seed):
     assert spins_cut(A, result) >= spins_cut(A, start) + 1.0
 
 
-@pytest.mark.parametrize("search", [anneal, temper])
+@pytest.mark.parametrize(
+    "search, n_replicas",
+    # One annealed replica reads its thresholds from a pool (_ThresholdPool).
+    [(anneal, 4), (anneal, 1), (temper, 4)],
+    ids=["anneal", "anneal-one-chain", "temper"],
+)
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize(
     "weights, precision, tolerance",
@@ -255,7 +260,9 @@ def test_search_escapes_one_flip_local_optimum(method, seed):
     ],
     ids=["integer", "real"],
 )
-def test_annealing_gain_is_exact(search, seed, weights, precision, tolerance):
+def test_annealing_gain_is_exact(
+    search, n_replicas, seed, weights, precision, tolerance
+):
     # Flipping a whole colour class at once is exact only if the class shares no
     # edge: the reported gain must equal the independently recomputed change.
     from skderand.maxcut._annealing import _class_spans
@@ -269,7 +276,7 @@ def test_annealing_gain_is_exact(search, seed, weights, precision, tolerance):
         sparse.csr_matrix(A),
         start,
         n_sweeps=200,
-        n_replicas=4,
+        n_replicas=n_replicas,
         temperatures=(2.0, 0.1),
         rng=rng,
     )
@@ -322,6 +329,46 @@ def test_tempering_samples_the_boltzmann_distribution_at_every_rung(seed):
         # 7,500 correlated samples: the chain's standard error is a few
         # hundredths of the spread of the cut at that temperature.
         assert abs(mean - exact_mean) <= 0.1 * exact_std, (temperature, mean)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_chain_from_the_threshold_pool_samples_the_boltzmann_distribution(seed):
+    # One replica takes its Metropolis thresholds -T E from a pool of
+    # exponential draws read at random offsets, not from fresh draws: at a
+    # fixed temperature the chain must still sample exp(C / T) / Z. On 8
+    # vertices with real weights, the mean cut over the chain is compared with
+    # the exact one from all 2**8 sign vectors, at two temperatures.
+    from skderand.maxcut._annealing import _class_spans, _sweep, _ThresholdPool
+
+    rng = np.random.default_rng(seed)
+    n, n_sweeps, burn_in = 8, 8_000, 500
+    A = gnp(n, 0.6, seed, signed=True) * rng.uniform(0.5, 1.5, size=(n, n))
+    A = np.triu(A, 1) + np.triu(A, 1).T
+    codes = np.arange(2**n)
+    every = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
+    cuts = 0.25 * (A.sum() - np.einsum("ki,ij,kj->k", every, A, every))
+    order, spans, _ = _class_spans(sparse.csr_matrix(A), None)
+    for temperature in (2.0, 0.5):
+        S = np.ones((n, 1))
+        start_cut = spins_cut(A, np.ones(n))
+        gain_so_far = np.zeros(1)
+        pool = _ThresholdPool(n, S.dtype, rng)
+        total = 0.0
+        for sweep in range(n_sweeps):
+            _sweep(spans, S, temperature, gain_so_far, rng, pool)
+            if sweep >= burn_in:
+                total += start_cut + gain_so_far[0]
+        mean = total / (n_sweeps - burn_in)
+        weights = np.exp((cuts - cuts.max()) / temperature)
+        exact_mean = np.sum(weights * cuts) / weights.sum()
+        exact_std = np.sqrt(np.sum(weights * (cuts - exact_mean) ** 2) / weights.sum())
+        # 7,500 correlated samples: the chain's standard error is a few
+        # hundredths of the spread of the cut at that temperature.
+        assert abs(mean - exact_mean) <= 0.1 * exact_std, (temperature, mean)
+        # The chain's signs are the cut its accumulated gains say.
+        spins = np.empty(n)
+        spins[order] = S[:, 0]
+        assert spins_cut(A, spins) == pytest.approx(start_cut + gain_so_far[0])
 
 
 def test_tempering_needs_two_replicas():

@@ -157,14 +157,15 @@ def dual_upper_bound(adjacency, V, rng):
     return bound, lam_low, y
 
 
-def _dual_bound(adjacency, V, rng):
+def _dual_bound(adjacency, V, rng, tol=_EIGSH_TOL):
     """The dual bound and the eigenvector of the dual matrix's smallest eigenvalue.
 
     Returns ``(bound, lambda_min_lower, y, u)``. The smallest eigenvalue of the sparse
     ``S = Diag(y) - L / 4`` comes from Lanczos (``eigsh``); the residual norm
     ``|S x - theta x|`` of the returned Ritz pair bounds the distance from the Ritz
     value ``theta`` to an eigenvalue of ``S``, and it is subtracted so that the
-    eigensolver's own tolerance cannot make the bound too small.
+    eigensolver's own tolerance cannot make the bound too small; ``tol`` is
+    ARPACK's (relative to the Ritz value): any value keeps the bound valid.
     """
     n = adjacency.shape[0]
     degree = np.asarray(adjacency.sum(axis=1)).ravel()
@@ -188,7 +189,8 @@ def _dual_bound(adjacency, V, rng):
         # n = 10,000 +-1 the rank-16 solve converges (1,541 products, bound
         # 9,419.3) where 1e-6 ran out of restarts and the fallback's residual
         # gave 9,438.8 (the rank-32 one still falls back; the smallest bound
-        # over the ranks is what is reported).
+        # over the ranks is what is reported). ``tol`` lets a caller loosen
+        # it further where the eigenvalue term is not used to choose a rank.
         try:
             theta, vec = eigsh(
                 S,
@@ -196,7 +198,7 @@ def _dual_bound(adjacency, V, rng):
                 which="SA",
                 v0=rng.standard_normal(n),
                 ncv=min(n, 40),
-                tol=_EIGSH_TOL,
+                tol=tol,
                 maxiter=_EIGSH_MAX_RESTARTS,
             )
             theta, vec = float(theta[0]), vec[:, 0]
@@ -242,6 +244,7 @@ def solve_sdp_adaptive(
     tol=1e-7,
     max_sweeps=300,
     timings=None,
+    eigen_tol=_EIGSH_TOL,
     verbose=0,
 ):
     """The Burer-Monteiro SDP with the rank raised only while the bound asks for it.
@@ -259,7 +262,8 @@ def solve_sdp_adaptive(
     Each solve stops when a sweep lowers the objective by at most ``tol`` times
     ``sum |w_ij|``, or after ``max_sweeps`` sweeps: a count, not a time, so the
     result does not depend on the machine. The bound is valid at any accuracy;
-    only its tightness depends on them.
+    only its tightness depends on them (and on ``eigen_tol``, the dual bound's
+    eigensolver tolerance, see :func:`_dual_bound`).
 
     Returns an :class:`SdpSolution`; ``timings`` (a dict), if given, accumulates
     the seconds spent in ``"sdp"`` and ``"upper_bound"``; ``verbose`` prints a
@@ -279,7 +283,7 @@ def solve_sdp_adaptive(
         V, n_sweeps = solver.solve(V0, tol=tol, max_sweeps=max_sweeps)
         timings["sdp"] += time.perf_counter() - start
         start = time.perf_counter()
-        bound, lam_low, _, direction = _dual_bound(adjacency, V, rng)
+        bound, lam_low, _, direction = _dual_bound(adjacency, V, rng, eigen_tol)
         timings["upper_bound"] += time.perf_counter() - start
         ranks.append(rank)
         bounds.append(bound)
