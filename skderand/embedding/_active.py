@@ -18,6 +18,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
+from skderand.embedding._lbfgs import minimize_lbfgs
 from skderand.embedding._pairs import (
     _GramObjective,
     _PairObjective,
@@ -54,6 +55,17 @@ COMPLETE_PER_VARIABLE = 20
 # With every pair active and at most this many points, the surrogate goes through
 # the Gram matrix of the embedded points (BLAS products) instead of a pair list.
 GRAM_MAX_SAMPLES = 700
+# With every pair active, at least this many of them and the direct map, the
+# stages evaluate the surrogate by _GramObjective._direct and run the L-BFGS of
+# _lbfgs.py instead of scipy's L-BFGS-B (see _ActivePairs._lbfgs): Gaussian
+# 300 x 1000 (44,850 pairs), k = 20, 4.8 -> 3.3 ms per iteration. Smaller sets
+# (the paper's 100 points, 4,950 pairs: 1.3 s fits) gain little, and their
+# paths, chaotic in round-off, moved the wrong way at the fourth decimal
+# (k = 20: 0.2196 -> 0.2199, k = 40: 0.1028 -> 0.1029): they keep the earlier
+# arithmetic and solver. So does the derandomized surrogate (its
+# evaluation is not the lean one, and its paper rows moved both ways, k = 20
+# to 0.2197 and uncertified).
+LEAN_MIN_PAIRS = 10_000
 # Candidate pairs kept by a blocked pass (per side, at most): those within
 # CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
 # passes, the exact extremes come from them while the map has moved too little
@@ -270,6 +282,7 @@ class _ActivePairs:
                 penalty=penalty,
             )
             obj.beta = beta
+            obj.lean = not derandomized and self.n_pairs >= LEAN_MIN_PAIRS
             return obj
         obj = _PairObjective(
             self.X,
@@ -367,21 +380,36 @@ class _ActivePairs:
 
         In whitened coordinates (see :func:`_whitening_scale`) when ``whiten``
         and the data call for it. Returns the end point, the iterations and
-        whether it converged.
+        whether it stopped before ``max_iter``.
+
+        For the lean all-pairs evaluation (see ``LEAN_MIN_PAIRS``: one solve
+        per stage, thousands of variables, an evaluation of about 2 ms) the
+        plain L-BFGS of ``_lbfgs.py``: scipy's bound-constrained L-BFGS-B
+        spent 1.5 ms per iteration in its own machinery there (Gaussian
+        300 x 1000, k = 20: 6,000 variables), this one 0.4-0.6 ms. The
+        active-set rounds keep L-BFGS-B: their variables are few
+        (breast_cancer 240, digits k = 20 1,280), so it saves little there,
+        and the rounds' paths (chaotic in round-off, see the benchmark
+        notes) stay those measured.
         """
         if max_iter < 1:
             return z, 0, False
         start = time.perf_counter()
+        own = getattr(objective, "lean", False)
         callback = None
         if self.verbose >= 2:
-            iteration = iter(range(1, max_iter + 1))
 
-            def callback(intermediate_result):
-                print(
-                    f"[L-BFGS-B] iter {next(iteration, max_iter)}: surrogate "
-                    f"{intermediate_result.fun:.9g}",
-                    flush=True,
-                )
+            def report(n_iter, value):
+                print(f"[L-BFGS] iter {n_iter}: surrogate {value:.9g}", flush=True)
+
+            if own:
+                callback = report
+            else:
+                iteration = iter(range(1, max_iter + 1))
+
+                # scipy passes its OptimizeResult to a parameter of this name.
+                def callback(intermediate_result):
+                    report(next(iteration, max_iter), intermediate_result.fun)
 
         fun, y = objective, z
         whiten = whiten and self.scale is not None
@@ -398,27 +426,40 @@ class _ActivePairs:
                 return value, grad * scale
 
             y = z / scale
-        res = minimize(
-            fun,
-            y,
-            jac=True,
-            method="L-BFGS-B",
-            callback=callback,
-            options={
-                "maxiter": max_iter,
-                # The certificate's tolerance is on the 2-norm of the gradient; this
-                # is the inf-norm (a little beyond is left to the certifying solver).
-                "gtol": tol / np.sqrt(z.size),
-                "ftol": 1e-13,
-                "maxcor": LBFGS_MEMORY,
-            },
-        )
+        # The certificate's tolerance is on the 2-norm of the gradient; this is
+        # the inf-norm (a little beyond is left to the certifying solver).
+        gtol = tol / np.sqrt(z.size)
+        if own:
+            x, n_iter = minimize_lbfgs(
+                fun,
+                y,
+                gtol=gtol,
+                max_iter=max_iter,
+                memory=LBFGS_MEMORY,
+                callback=callback,
+            )
+        else:
+            res = minimize(
+                fun,
+                y,
+                jac=True,
+                method="L-BFGS-B",
+                callback=callback,
+                options={
+                    "maxiter": max_iter,
+                    "gtol": gtol,
+                    "ftol": 1e-13,
+                    "maxcor": LBFGS_MEMORY,
+                },
+            )
+            x, n_iter = res.x, int(res.nit)
         self.stats["solve_s"] += time.perf_counter() - start
-        x = res.x * scale if whiten else res.x
-        return x, int(res.nit), int(res.nit) < max_iter
+        x = x * scale if whiten else x
+        return x, n_iter, n_iter < max_iter
 
 
-# Correction pairs of the stages' L-BFGS.
+# Correction pairs of the stages' L-BFGS (10 took Gaussian 300 x 1000, k = 20
+# from 840 to 1007 iterations).
 LBFGS_MEMORY = 20
 
 # Iterations the certifying solver may add to the final stage's rounds, and its
