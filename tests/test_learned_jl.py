@@ -119,10 +119,11 @@ def test_direct_path_reports_zero_scale():
     assert jl.scale_ == 0.0
 
 
-def test_auto_finds_a_small_dimension_reaching_eps():
+def test_auto_finds_a_small_dimension_reaching_eps(capsys):
     X = make_data("low_rank", 0)[:50, :30]
     eps = 0.2
-    jl = LearnedJLTransformer(eps=eps, random_state=0).fit(X)
+    jl = LearnedJLTransformer(eps=eps, random_state=0, verbose=1).fit(X)
+    decided = capsys.readouterr().out.count("decided before the certificate")
     k = jl.n_components_
     assert jl.distortion_ <= eps
     assert scale_free_distortion(X, jl.transform(X)) <= eps * (1 + 1e-9)
@@ -131,6 +132,15 @@ def test_auto_finds_a_small_dimension_reaching_eps():
     # The search is exact for its deterministic fits: one dimension less fails.
     smaller = LearnedJLTransformer(k - 1, random_state=0).fit(X)
     assert smaller.distortion_ > eps
+    # The returned candidate was decided before its certificate and polish
+    # (every pair is in the objective here) and completed afterwards: it is
+    # the fit of that dimension alone, to the bit.
+    assert decided >= 1
+    alone = LearnedJLTransformer(k, random_state=0).fit(X)
+    np.testing.assert_array_equal(jl.components_, alone.components_)
+    assert jl.distortion_ == alone.distortion_
+    assert jl.grad_norm_ == alone.grad_norm_
+    assert jl.min_hessian_eig_ == alone.min_hessian_eig_
 
 
 def test_power_law_dimension_interpolates_and_stays_inside():
