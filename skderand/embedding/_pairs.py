@@ -661,11 +661,27 @@ class _GramObjective(_PairObjective):
         return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
 
     def _dots(self, Y, V, diff):
+        if self.lean:
+            # (y_i - y_j).(v_i - v_j) = T_ij + T_ji for T = [Y, own, 1]
+            # [-V, 1/2, own/2]^T (own_i = y_i.v_i): one product, two gathers.
+            k = Y.shape[1]
+            left = np.empty((self.n, k + 2))
+            right = np.empty((self.n, k + 2))
+            left[:, :k] = Y
+            np.einsum("ij,ij->i", Y, V, out=left[:, k])
+            left[:, k + 1] = 1.0
+            np.negative(V, out=right[:, :k])
+            right[:, k] = 0.5
+            np.multiply(left[:, k], 0.5, out=right[:, k + 1])
+            T = (left @ right.T).ravel()
+            return T[self.valid] + T[self.valid_t]
         cross = (Y @ V.T).ravel()
         own = np.einsum("ij,ij->i", Y, V)
         return own[self.rows] + own[self.cols] - cross[self.valid] - cross[self.valid_t]
 
     def _laplacian(self, w, Y, diff=None):
+        if self.lean:
+            return self._sym_laplacian(w, Y)
         W = self._weights
         W.ravel()[self.valid] = w
         # A column of ones gives the degrees (row and column sums of the upper
