@@ -100,6 +100,8 @@ def split(est):
     """Time split of a fit (active-set solves, blocked passes, polish, certificate)."""
     st = est._fit_stats
     return (
+        f"{est.n_iter_} iterations ({1e3 * st['solve_s'] / max(est.n_iter_, 1):.1f}"
+        f" ms each in the solves), "
         f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
         f"({st['n_scans']}), polish {st['polish_s']:.1f} s, certificate "
         f"{st['certify_s']:.1f} s, active set <= {st['max_active']} pairs"
