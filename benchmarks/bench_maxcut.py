@@ -24,6 +24,7 @@ Run from the repository root, one BLAS thread, under the timing lock::
         flock /tmp/skderand-timing.lock python benchmarks/bench_maxcut.py --large
 
     python benchmarks/bench_maxcut.py --graphs G1,G14 --no-generated  # a subset
+    python benchmarks/bench_maxcut.py --seeds 8 --only planar10k+1  # per seed
 """
 
 import argparse
@@ -136,14 +137,16 @@ def run_tabu(A, bqm, seconds):
     return best_cut(A, result), time.perf_counter() - start
 
 
-def fit_ours(A):
+def fit_ours(A, random_state=0):
     """Our default fit; ``mc.cpu_seconds`` is its process CPU time."""
     cpu = time.process_time()
     with warnings.catch_warnings():
         # Benchmark output only: a ConvergenceWarning is reported in the table
         # (column "cert") instead.
         warnings.simplefilter("ignore")
-        mc = DeterministicMaxCut(affinity="precomputed").fit(A)
+        mc = DeterministicMaxCut(affinity="precomputed", random_state=random_state).fit(
+            A
+        )
     mc.cpu_seconds = time.process_time() - cpu
     return mc
 
@@ -257,6 +260,51 @@ def generated_section(graphs, sa_reads, dwave):
         )
 
 
+def seeds_section(graphs, n_seeds, sa_reads):
+    """Ours and SA over seeds 0 .. n_seeds - 1 at equal time, per graph.
+
+    Our default fit with ``random_state`` = each seed; then SA's sweeps are
+    calibrated (seed 0) to the mean of our fits' wall times, and SA runs with
+    each seed at that number of sweeps.
+    """
+    from dwave.samplers import SimulatedAnnealingSampler
+
+    for name, make in graphs.items():
+        A = make()
+        fits = [fit_ours(A, seed) for seed in range(n_seeds)]
+        seconds = float(np.mean([mc.timings_["total"] for mc in fits]))
+        bqm = ising_model(A)
+        _, _, sweeps = run_sa(A, bqm, seconds, sa_reads)
+        print(f"\n### {name}: {n_seeds} seeds; SA {sa_reads} reads x {sweeps} sweeps")
+        print(
+            f"{'seed':>4} {'ours':>7} {'rnded':>7} {'total s':>7} {'SA':>7} "
+            f"{'SA s':>5} {STAGES}"
+        )
+        sa_cuts = []
+        for seed, mc in enumerate(fits):
+            start = time.perf_counter()
+            result = SimulatedAnnealingSampler().sample(
+                bqm, num_reads=sa_reads, num_sweeps=sweeps, seed=seed
+            )
+            sa_seconds = time.perf_counter() - start
+            sa_cuts.append(best_cut(A, result))
+            print(
+                f"{seed:>4} {mc.cut_value_:>7.0f} {mc.rounded_cut_value_:>7.0f} "
+                f"{mc.timings_['total']:>7.2f} {sa_cuts[-1]:>7.0f} "
+                f"{sa_seconds:>5.1f} {stage_times(mc)}",
+                flush=True,
+            )
+        ours = np.array([mc.cut_value_ for mc in fits])
+        sa_cuts = np.array(sa_cuts)
+        print(
+            f"ours: mean {ours.mean():.2f}, min {ours.min():.0f}, max "
+            f"{ours.max():.0f}, std {ours.std():.2f}; mean fit {seconds:.2f} s\n"
+            f"SA:   mean {sa_cuts.mean():.2f}, min {sa_cuts.min():.0f}, max "
+            f"{sa_cuts.max():.0f}, std {sa_cuts.std():.2f}; ours >= SA for "
+            f"{int(np.sum(ours >= sa_cuts))}/{n_seeds} seeds (same seed)"
+        )
+
+
 def peak_resident_mib():
     """Peak resident memory of this process image, in MiB.
 
@@ -332,6 +380,16 @@ def main(argv=None):
     parser.add_argument("--large", action="store_true", help="n = 100,000 graphs")
     parser.add_argument("--no-dwave", action="store_true", help="ours only")
     parser.add_argument("--sa-reads", type=int, default=10)
+    parser.add_argument(
+        "--only",
+        help="comma-separated generated graphs, e.g. planar10k+1 (default: all)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help="per-seed table instead: ours and SA over seeds 0 .. SEEDS - 1 "
+        "on the generated graphs, at equal (mean) time",
+    )
     parser.add_argument("--large-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.large_child:
@@ -365,13 +423,19 @@ def main(argv=None):
         "our wall time.\n# rnded: cut (or ratio) before the improvement phase; "
         "c/bnd: cut / certified upper bound."
     )
+    generated = GENERATED
+    if args.only:
+        generated = {name: GENERATED[name] for name in args.only.split(",")}
+    if args.seeds:
+        seeds_section(generated, args.seeds, args.sa_reads)
+        return
     if not args.no_gset:
         names = args.graphs.split(",") if args.graphs else GSET_NAMES
         print("\n## Gset")
         gset_section(names, args.sa_reads, dwave)
     if not args.no_generated:
         print("\n## Generated graphs (n = 2,000 and 10,000)")
-        generated_section(GENERATED, args.sa_reads, dwave)
+        generated_section(generated, args.sa_reads, dwave)
     if args.large:
         print("\n## n = 100,000 (child process per fit; SA with its default settings)")
         large_section(dwave)
