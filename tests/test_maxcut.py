@@ -470,6 +470,25 @@ def test_more_sweeps_and_replicas_find_better_cuts():
     assert total(200, 16) > total(200, 1)
 
 
+def test_large_graphs_solve_the_sdp_at_one_rank(monkeypatch):
+    # Beyond _BOUND_CONTINUATION_MAX_N vertices the SDP is solved at one rank,
+    # min(16, the cap), with one dual bound; lowered here to 100 vertices so
+    # that a 300-vertex graph takes that path. The bound stays an upper bound
+    # on every cut, checked against the cut found and a dense eigensolver.
+    A = sparse.csr_matrix(gnp(300, 0.05, 0))
+    monkeypatch.setattr(_maxcut, "_BOUND_CONTINUATION_MAX_N", 100)
+    mc = DeterministicMaxCut(affinity="precomputed", n_sweeps=FAST_SWEEPS).fit(A)
+    np.testing.assert_array_equal(mc.sdp_ranks_, [16])
+    assert mc.sdp_vectors_.shape == (300, 16)
+    V = mc.sdp_vectors_
+    L = np.diag(A.toarray().sum(axis=1)) - A.toarray()
+    y = np.einsum("ij,ij->i", V, L @ V) / 4
+    exact = y.sum() + 300 * max(0.0, -np.linalg.eigvalsh(np.diag(y) - L / 4)[0])
+    # The loosened eigensolve (1e-2) only adds its residual term.
+    assert exact - 1e-6 <= mc.upper_bound_ <= exact * (1 + 1e-3)
+    assert mc.cut_value_ <= mc.upper_bound_
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_sdp_rank_grows_until_the_bound_is_tight(seed):
     # n > 200: the sparse eigensolver path. The rank starts at 8 and doubles

@@ -314,8 +314,11 @@ def _sweep(spans, S, temperature, gain_so_far, rng, thresholds=None):
         gain *= s
         flip = gain >= threshold[a:b]
         # The accepted gains, column by column (einsum: half the time of a
-        # masked reduction).
-        gain_so_far += np.einsum("ij,ij->j", gain, flip)
+        # masked reduction; with one column a dot product, half einsum's).
+        if S.shape[1] == 1:
+            gain_so_far += np.vdot(flip, gain)
+        else:
+            gain_so_far += np.einsum("ij,ij->j", gain, flip)
         np.bitwise_xor(
             bits[a:b],
             np.left_shift(flip, sign_bit, dtype=bits.dtype),

@@ -29,7 +29,7 @@ def expected_gw_cut(rows, cols, weights, V):
     return float(weights @ np.arccos(dots) / np.pi)
 
 
-def _continuation_stage(objective, z, *, tol, max_iter, callback):
+def _continuation_stage(objective, z, *, tol, max_iter, callback, memory):
     """First-order L-BFGS on one stage's objective; returns ``(z, n_iter)``.
 
     Stops when the gradient 2-norm is below ``tol`` or after ``max_iter``
@@ -66,7 +66,7 @@ def _continuation_stage(objective, z, *, tol, max_iter, callback):
         # The stopping rule is the 2-norm in `check`, not scipy's own tests.
         options={
             "maxiter": max_iter,
-            "maxcor": _LBFGS_MEMORY,
+            "maxcor": memory,
             "gtol": 0.0,
             "ftol": 0.0,
         },
@@ -93,6 +93,7 @@ def derandomized_rounding(
     curvature_tol,
     v_tol,
     callback=None,
+    memory=_LBFGS_MEMORY,
     verbose=0,
 ):
     """Maximize the smoothed expected cut minus ``alpha |V|^2``, raising ``alpha``.
@@ -102,7 +103,8 @@ def derandomized_rounding(
     ``max_stages`` stages; then :func:`~skderand.optimize.minimize_sosp`, at the
     last ``alpha`` and from the last stage's point, returns a certified
     second-order stationary point (escaping a saddle if there is one). Its
-    certificate is the rounding's only one.
+    certificate is the rounding's only one. ``memory`` is the number of
+    L-BFGS correction pairs, in the stages and in the certified solve.
 
     Returns ``(mu, V, info)`` with ``info`` holding ``"result"`` (the final
     ``OptimizeResult``, whose ``grad_norm`` and ``min_hessian_eig`` are the
@@ -124,7 +126,12 @@ def derandomized_rounding(
                 callback(stage, lam, Vk, muk, -value)
 
         z, stage_iter = _continuation_stage(
-            objective, z, tol=tol, max_iter=max_iter, callback=record
+            objective,
+            z,
+            tol=tol,
+            max_iter=max_iter,
+            callback=record,
+            memory=memory,
         )
         n_iter += stage_iter
         n_stages += 1
@@ -161,7 +168,7 @@ def derandomized_rounding(
         warn=False,
         options={
             "max_lanczos_iter": min(z.size, _CERTIFICATE_LANCZOS_ITER),
-            "memory": _LBFGS_MEMORY,
+            "memory": memory,
         },
     )
     V_final, mu = objective.split(res.x)
