@@ -222,14 +222,15 @@ _SDP_INITIAL_RANK = 8
 # a fresh start at rank 16 is as good as the doublings. At n = 10,000, rank 16
 # from a random start (300 sweeps, one eigensolve) gave the bounds 7,883.2
 # (torus 100 x 100) and 9,417.5 (planar +-1) where ranks 8 -> 16 -> 32 gave
-# 7,883.6 and 8 -> 16 gave 9,419.3, for 1.4-1.9 s instead of 3.3-3.6 s of
+# 7,883.6 and 8 -> 16 gave 9,419.3, for 1.3-1.9 s instead of 2.4-3.3 s of
 # SDP and bound. At n = 100,000 _sdp_rank is 8, the one rank solved before.
 _LARGE_SDP_RANK = 16
 # ... and its one eigensolve is loosened from ARPACK's tolerance 1e-3
 # (relative to the Ritz value) to 1e-2, where the eigenvalue term chooses no
 # rank: the residual term n |r| it leaves is 0.05-0.16 at n = 10,000 (torus
 # 100 x 100 and planar +-1, ranks 8-32: bounds 0.05-0.13 above 1e-3's, 1e-5 of
-# them), for 15-45% fewer products (0.2-0.4 s).
+# them), for 15-45% fewer products (0.2-0.4 s); at n = 100,000 the 3-regular
+# bound rose by 5.1 of 146,000 (3.5e-5).
 _LARGE_EIGSH_TOL = 1e-2
 # L-BFGS correction pairs of the rounding beyond _BOUND_CONTINUATION_MAX_N
 # vertices (20 below, _core._LBFGS_MEMORY): an L-BFGS-B iteration's own work
