@@ -373,6 +373,23 @@ def stored_elements(n):
     return sum((b - a) * (n - a) for a, b in row_blocks(n))
 
 
+def _compact_pairs(n, rows, cols):
+    """The points that occur in the pairs, and the pairs in their numbering.
+
+    Returns ``(used, ri, ci)``: the sorted indices of the points of ``0..n-1``
+    in some pair, and ``rows``, ``cols`` as positions in ``used`` (what
+    ``np.unique(..., return_inverse=True)`` gives, by a mask over the ``n``
+    points instead of a sort of the ``2 * n_pairs`` indices).
+    """
+    mark = np.zeros(n, dtype=bool)
+    mark[rows] = True
+    mark[cols] = True
+    used = np.flatnonzero(mark)
+    position = np.empty(n, dtype=np.intp)
+    position[used] = np.arange(used.size)
+    return used, position[rows], position[cols]
+
+
 def all_pairs(X):
     """Every non-coincident pair of rows of ``X`` with its exact squared distance."""
     n = X.shape[0]
@@ -413,15 +430,33 @@ class _PairObjective:
     def __init__(self, X, rows, cols, d2, n_components, *, derandomized, penalty):
         # Restrict the data to the rows that occur in a pair: the cost of an
         # evaluation is then O(n_used * d * k + n_pairs * k).
-        used, inverse = np.unique(np.concatenate([rows, cols]), return_inverse=True)
+        used, ri, ci = _compact_pairs(X.shape[0], rows, cols)
         self.X = X[used]
         m = rows.size
-        ri, ci = inverse[:m], inverse[m:]
-        data = np.concatenate([np.ones(m), -np.ones(m)])
-        idx = np.concatenate([np.arange(m), np.arange(m)])
-        self.B = sparse.csr_array(
-            (data, (idx, np.concatenate([ri, ci]))), shape=(m, used.size)
-        )
+        if m and np.all(ri < ci):
+            # Row p of B is +1 at ri[p] and -1 at ci[p]: built in CSR form
+            # directly, the arrays the COO route below gives for pairs i < j
+            # (a row's entries in column order), without its sort and checks
+            # (a new objective every active-set round).
+            # int64 indices, as the COO route gives for index arrays of intp.
+            index_dtype = np.int64
+            indices = np.empty(2 * m, dtype=index_dtype)
+            indices[0::2] = ri
+            indices[1::2] = ci
+            data = np.empty(2 * m)
+            data[0::2] = 1.0
+            data[1::2] = -1.0
+            indptr = np.arange(0, 2 * m + 1, 2, dtype=index_dtype)
+            self.B = sparse.csr_array(
+                (data, indices, indptr), shape=(m, used.size), copy=False
+            )
+            self.B.has_sorted_indices = True
+        else:
+            data = np.concatenate([np.ones(m), -np.ones(m)])
+            idx = np.concatenate([np.arange(m), np.arange(m)])
+            self.B = sparse.csr_array(
+                (data, (idx, np.concatenate([ri, ci]))), shape=(m, used.size)
+            )
         self.BT = self.B.T.tocsr()
         # B^T with its entries (+-1) times the pair weights, refilled by each
         # Laplacian product (see _laplacian).
