@@ -688,20 +688,21 @@ def test_verbose_reports_stages_and_the_annealing_budget(
         (2_100, 4, (7619, 16)),
         (2_000, 4, (8000, 16)),
         (5_000, 24_990_000, (2000, 16)),
-        # One chain: 8 * 10**8 / n_entries sweeps, between 5,000 and 20,000.
+        # One chain: 8 * 10**8 / n_entries sweeps, between 10,000 and 20,000.
         (5_001, 15_000, (20_000, 1)),
         # Torus 100 x 100 and planar n = 10,000.
         (10_000, 40_000, (20_000, 1)),
         (10_000, 59_954, (13_343, 1)),
         (20_000, 60_000, (13_333, 1)),
-        (100_000, 300_000, (5_000, 1)),
+        (100_000, 300_000, (10_000, 1)),
+        (40_000, 160_000, (10_000, 1)),
     ],
 )
 def test_auto_annealing_budget(n, n_entries, expected):
     # Several replicas with 6 sweeps per vertex on small graphs, otherwise a
     # budget of work that counts a vertex like 6 stored entries, between 2,000
     # and 8,000 sweeps; one longer chain (8 * 10**8 / n_entries sweeps,
-    # between 5,000 and 20,000) on large ones; an explicit value is kept as is.
+    # between 10,000 and 20,000) on large ones; an explicit value is kept as is.
     assert _maxcut._annealing_budget(n, n_entries, "auto", "auto") == expected
     assert _maxcut._annealing_budget(n, n_entries, 7, 3) == (7, 3)
 

@@ -48,7 +48,7 @@ def add_maxcut_arguments(parser):
         help="tempering or annealing budget in sweeps over all vertices "
         "(default: up to 5,000 vertices, 6 per vertex, at least 100, at most "
         "16 * 10**6 / (n + nnz / 6) clipped to 2,000 to 8,000; beyond, "
-        "8 * 10**8 / nnz, 5,000 to 20,000)",
+        "8 * 10**8 / nnz, 10,000 to 20,000)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0)
     return parser

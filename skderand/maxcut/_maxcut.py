@@ -140,19 +140,24 @@ _AUTO_SWEEPS_MAX = 8_000
 _AUTO_SWEEPS_BASE = 2_000
 _AUTO_SWEEPS_WORK_SMALL = 16_000_000
 _ENTRIES_PER_VERTEX_COST = 6
-# ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between 5,000 and
+# ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between 10,000 and
 # 20,000. A single chain's sweep costs about 4-6 ns per stored adjacency entry
 # (torus 100 x 100: 0.16 ms for 40,000 entries; planar n = 10,000: 0.27 ms for
 # 60,000; n = 100,000 3-regular and torus: 1.8 ms for 300,000 and 1.5 ms for
-# 400,000), so this is a budget of work of about 4-5 s. At n = 100,000 the
-# floor applies (5,000 sweeps beat dwave-samplers' default annealing, 1,000
-# sweeps, on the 3-regular and toroidal graphs); torus 100 x 100 gets 20,000
-# sweeps, where the cut from the rounded start over four seeds was 7,024-7,032
-# (mean 7,028.5) against 7,006-7,034 (mean 7,020.0) with 10,000; planar
-# n = 10,000 gets 13,333, which neither helps nor hurts there (+-1 weights:
-# mean 8,522.0 against 8,522.25 with 10,000; +1: 19,987.25 both).
+# 400,000; less since the thresholds come from a pool), so this is a budget of
+# work of about 4-5 s. At n = 100,000 the floor applies: it was 5,000 sweeps
+# (enough to beat dwave-samplers' default annealing, 1,000 sweeps, on the
+# 3-regular and toroidal graphs), raised to 10,000 once the pool made a sweep
+# there 2-2.5 times cheaper (5,000 sweeps 10.6 -> 4.7 s, 3-regular): from the
+# rounded start, 10,000 sweeps gave 138,048 against 137,881 (3-regular) and
+# 68,906 against 68,824 (torus 316 x 316) for about 4 s more. Torus 100 x 100
+# gets 20,000 sweeps, where the cut from the rounded start over four seeds
+# was 7,024-7,032 (mean 7,028.5) against 7,006-7,034 (mean 7,020.0) with
+# 10,000; planar n = 10,000 gets 13,333, which neither helps nor hurts there
+# (+-1 weights: mean 8,522.0 against 8,522.25 with 10,000; +1: 19,987.25
+# both).
 _AUTO_SWEEPS_ENTRY_WORK = 800_000_000
-_AUTO_SWEEPS_LONG_MIN = 5_000
+_AUTO_SWEEPS_LONG_MIN = 10_000
 _AUTO_SWEEPS_LONG_MAX = 20_000
 
 
@@ -413,7 +418,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         [2000, 8000], ``n_entries`` the stored entries of the adjacency matrix
         (a budget of work for the fit: its stages cost about as much per vertex
         as per 6 entries, and sparse graphs get more sweeps); beyond 5,000 vertices,
-        ``min(20000, max(5000, 8 * 10**8 // n_entries))`` (one chain's sweep
+        ``min(20000, max(10000, 8 * 10**8 // n_entries))`` (one chain's sweep
         costs about the same per stored entry on every graph kind measured).
     n_replicas : int or "auto", default="auto"
         Chains of the tempering (one per temperature) or the annealing, run
