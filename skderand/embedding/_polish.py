@@ -98,11 +98,17 @@ def _project_simplices(V):
     css = np.cumsum(U, axis=1)
     css -= 1.0
     ind = np.arange(1, m + 1)
-    cond = U - css / ind > 0
+    # U - css / ind > 0, and below V - theta clipped at 0, with the same
+    # operations written into one work array each (this runs DUAL_ITER times
+    # per polish step).
+    gap = np.divide(css, ind)
+    np.subtract(U, gap, out=gap)
+    cond = gap > 0
     # The last index where the condition holds (it holds at index 0 always).
     last = m - 1 - np.argmax(cond[:, ::-1], axis=1)
     theta = css[np.arange(n_rows), last] / (last + 1)
-    return np.maximum(V - theta[:, None], 0.0)
+    out = V - theta[:, None]
+    return np.maximum(out, 0.0, out=out)
 
 
 def _dual(c, Q, n_high, rho, u0):
@@ -122,7 +128,12 @@ def _dual(c, Q, n_high, rho, u0):
     z = u.copy()
     t = 1.0
     for _ in range(DUAL_ITER):
-        w = z + step * (c - rho * (Q @ z))
+        # z + step * (c - rho * (Q z)), one temporary for the products.
+        w = Q @ z
+        w *= rho
+        np.subtract(c, w, out=w)
+        w *= step
+        w += z
         padded[0, :n_high] = w[:n_high]
         padded[1, :n_low] = w[n_high:]
         padded[0, n_high:] = w[:n_high].max() - 2.0
@@ -130,8 +141,9 @@ def _dual(c, Q, n_high, rho, u0):
         projected = _project_simplices(padded)
         u_new = np.concatenate([projected[0, :n_high], projected[1, :n_low]])
         t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-        z = u_new + ((t - 1.0) / t_new) * (u_new - u)
-        if np.abs(u_new - u).max() < 1e-12:
+        change = u_new - u
+        z = u_new + ((t - 1.0) / t_new) * change
+        if np.abs(change).max() < 1e-12:
             u = u_new
             break
         u, t = u_new, t_new
