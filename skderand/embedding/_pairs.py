@@ -149,9 +149,18 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
     """
     out = np.empty(rows.size)
     step = max(1, chunk // max(X.shape[1], 1))
+    # Two work arrays for all the chunks (fresh ones of a few MB per chunk are
+    # page-faulted in each time); the same subtraction and sums.
+    size = min(step, rows.size)
+    first = np.empty((size, X.shape[1]), dtype=X.dtype)
+    second = np.empty((size, X.shape[1]), dtype=X.dtype)
     for start in range(0, rows.size, step):
         sl = slice(start, start + step)
-        diff = X[rows[sl]] - X[cols[sl]]
+        m = rows[sl].size
+        diff, other = first[:m], second[:m]
+        np.take(X, rows[sl], axis=0, out=diff)
+        np.take(X, cols[sl], axis=0, out=other)
+        np.subtract(diff, other, out=diff)
         out[sl] = np.einsum("ij,ij->i", diff, diff)
     return out
 
