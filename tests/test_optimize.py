@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from skderand.optimize import (
+    _lbfgs,
     double_well,
     matrix_factorization,
     minimize_sosp,
@@ -512,3 +513,77 @@ def test_warn_false_suppresses_the_convergence_warning(method):
     assert not res.success and "max_iter=3" in res.message
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         minimize_sosp(fun, x0, method=method, max_iter=3, random_state=0)
+
+
+def test_lbfgs_direction_is_the_limited_memory_bfgs_inverse():
+    # The compact form's direction equals -H g for H built by the BFGS
+    # inverse updates H <- (I - rho s y^T) H (I - rho y s^T) + rho s s^T over
+    # the stored pairs, oldest first, from H0 = gamma I (gamma = s.y / y.y of
+    # the newest pair); the oldest pairs drop out beyond the memory.
+    rng = np.random.default_rng(6)
+    n, size = 12, 4
+    A = rng.standard_normal((n, n))
+    A = A @ A.T + np.eye(n)  # curvature pairs of a convex quadratic: s.y > 0
+    memory = _lbfgs.LBFGSMemory(size)
+    pairs = []
+    for count in range(1, 8):
+        s = rng.standard_normal(n)
+        pairs.append((s, A @ s))
+        memory.push(*pairs[-1])
+        kept = pairs[-size:]
+        s_new, y_new = kept[-1]
+        H = (s_new @ y_new) / (y_new @ y_new) * np.eye(n)
+        for s_i, y_i in kept:
+            rho = 1.0 / (s_i @ y_i)
+            V = np.eye(n) - rho * np.outer(y_i, s_i)
+            H = V.T @ H @ V + rho * np.outer(s_i, s_i)
+        g = rng.standard_normal(n)
+        assert len(memory) == min(count, size)
+        np.testing.assert_allclose(memory.direction(g), -H @ g, rtol=1e-9, atol=1e-12)
+    # A pair without positive curvature is not stored.
+    memory.push(np.ones(n), -np.ones(n))
+    assert len(memory) == size
+
+
+def test_lbfgs_reaches_the_gradient_tolerance():
+    # An ill-conditioned quadratic (condition 1e4) and Rosenbrock's function:
+    # the gradient test stops it, and the point is then within what that
+    # gradient allows of the minimizer. The start is left as it was. (Far
+    # tighter gradients are out of reach of a line search on values: the
+    # quadratic's value then changes below its round-off.)
+    rng = np.random.default_rng(7)
+    n = 50
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    eig = np.logspace(0, 4, n)
+    A = (Q * eig) @ Q.T
+    b = rng.standard_normal(n)
+    solution = np.linalg.solve(A, b)
+    x0 = np.zeros(n)
+    x, n_iter = _lbfgs.minimize_lbfgs(
+        lambda x: (0.5 * x @ A @ x - b @ x, A @ x - b), x0, gtol=1e-5, max_iter=5000
+    )
+    assert n_iter < 5000
+    assert np.abs(A @ x - b).max() <= 1e-5
+    # |x - x*| <= |A (x - x*)| / lambda_min, and |.|_2 <= sqrt(n) |.|_inf.
+    assert np.linalg.norm(x - solution) <= np.sqrt(n) * 1e-5 / eig[0]
+    np.testing.assert_array_equal(x0, 0.0)
+
+    def rosenbrock(x):
+        value = 100.0 * (x[1] - x[0] ** 2) ** 2 + (1.0 - x[0]) ** 2
+        grad = np.array(
+            [
+                -400.0 * x[0] * (x[1] - x[0] ** 2) - 2.0 * (1.0 - x[0]),
+                200.0 * (x[1] - x[0] ** 2),
+            ]
+        )
+        return value, grad
+
+    x, n_iter = _lbfgs.minimize_lbfgs(
+        rosenbrock, np.array([-1.2, 1.0]), gtol=1e-10, max_iter=1000
+    )
+    np.testing.assert_allclose(x, [1.0, 1.0], atol=1e-8)
+    # The budget is a hard limit.
+    _, n_iter = _lbfgs.minimize_lbfgs(
+        rosenbrock, np.array([-1.2, 1.0]), gtol=1e-10, max_iter=5
+    )
+    assert n_iter == 5

@@ -18,7 +18,6 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from skderand.embedding._lbfgs import minimize_lbfgs
 from skderand.embedding._pairs import (
     _GramObjective,
     _PairObjective,
@@ -27,6 +26,7 @@ from skderand.embedding._pairs import (
     exact_sq_dists,
 )
 from skderand.optimize import minimize_sosp, sosp_certificate
+from skderand.optimize._lbfgs import minimize_lbfgs
 
 # Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
 # soft-max weight is below exp(-BAND) of the worst pair's, i.e. nothing.
@@ -56,15 +56,15 @@ COMPLETE_PER_VARIABLE = 20
 # the Gram matrix of the embedded points (BLAS products) instead of a pair list.
 GRAM_MAX_SAMPLES = 700
 # With every pair active, at least this many of them and the direct map, the
-# stages evaluate the surrogate by _GramObjective._direct and run the L-BFGS of
-# _lbfgs.py instead of scipy's L-BFGS-B (see _ActivePairs._lbfgs): Gaussian
-# 300 x 1000 (44,850 pairs), k = 20, 4.8 -> 3.3 ms per iteration. Smaller sets
-# (the paper's 100 points, 4,950 pairs: 1.3 s fits) gain little, and their
-# paths, chaotic in round-off, moved the wrong way at the fourth decimal
-# (k = 20: 0.2196 -> 0.2199, k = 40: 0.1028 -> 0.1029): they keep the earlier
-# arithmetic and solver. So does the derandomized surrogate (its
-# evaluation is not the lean one, and its paper rows moved both ways, k = 20
-# to 0.2197 and uncertified).
+# stages evaluate the surrogate by _GramObjective._direct and run the shared
+# solver's plain L-BFGS (skderand/optimize/_lbfgs.py) instead of scipy's
+# L-BFGS-B (see _ActivePairs._lbfgs): Gaussian 300 x 1000 (44,850 pairs),
+# k = 20, 4.8 -> 3.3 ms per iteration. Smaller sets (the paper's 100 points,
+# 4,950 pairs: 1.3 s fits) gain little, and their paths, chaotic in round-off,
+# moved the wrong way at the fourth decimal (k = 20: 0.2196 -> 0.2199,
+# k = 40: 0.1028 -> 0.1029): they keep the earlier arithmetic and solver. So
+# does the derandomized surrogate (its evaluation is not the lean one, and its
+# paper rows moved both ways, k = 20 to 0.2197 and uncertified).
 LEAN_MIN_PAIRS = 10_000
 # Candidate pairs kept by a blocked pass (per side, at most): those within
 # CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
@@ -449,9 +449,10 @@ class _ActivePairs:
 
         For the lean all-pairs evaluation (see ``LEAN_MIN_PAIRS``: one solve
         per stage, thousands of variables, an evaluation of about 2 ms) the
-        plain L-BFGS of ``_lbfgs.py``: scipy's bound-constrained L-BFGS-B
-        spent 1.5 ms per iteration in its own machinery there (Gaussian
-        300 x 1000, k = 20: 6,000 variables), this one 0.4-0.6 ms. The
+        plain L-BFGS of :mod:`skderand.optimize._lbfgs`: scipy's
+        bound-constrained L-BFGS-B spent 1.5 ms per iteration in its own
+        machinery there (Gaussian 300 x 1000, k = 20: 6,000 variables), this
+        one 0.4-0.6 ms. The
         active-set rounds keep L-BFGS-B: their variables are few
         (breast_cancer 240, digits k = 20 1,280), so it saves little there,
         and the rounds' paths (chaotic in round-off, see the benchmark

@@ -496,16 +496,8 @@ class LearnedJLTransformer(
                         pending=(z, z_start, beta, rng, n_iter_total, start),
                     )
             if final:
-                z, n_cert, certificate = certify_stage(
-                    pairs,
-                    pairs.objective(k, beta, **kwargs),
-                    z,
-                    k,
-                    tol=self.tol,
-                    curvature_tol=curvature_tol,
-                    max_iter=min(CERTIFY_ITER, self.max_iter),
-                    rng=rng,
-                    verbose=self.verbose,
+                z, n_cert, certificate = self._certify(
+                    pairs, z, k, beta, rng, curvature_tol
                 )
                 n_iter += n_cert
             n_iter_total += n_iter
@@ -570,18 +562,7 @@ class LearnedJLTransformer(
         k, rank = fit.W.shape
         pairs.reset(k)
         derandomized = self.algorithm == "derandomized"
-        kwargs = {"derandomized": derandomized, "penalty": self.alpha}
-        z, n_cert, certificate = certify_stage(
-            pairs,
-            pairs.objective(k, beta, **kwargs),
-            z,
-            k,
-            tol=self.tol,
-            curvature_tol=curvature_tol,
-            max_iter=min(CERTIFY_ITER, self.max_iter),
-            rng=rng,
-            verbose=self.verbose,
-        )
+        z, n_cert, certificate = self._certify(pairs, z, k, beta, rng, curvature_tol)
         M = z[: k * rank].reshape(k, rank)
         r_min, r_max = pairs.extremes(M)
         return self._pick(
@@ -599,6 +580,30 @@ class LearnedJLTransformer(
             distortion=_scale_free(r_min, r_max),
             certificate=certificate,
             n_iter=n_iter + n_cert,
+        )
+
+    def _certify(self, pairs, z, k, beta, rng, curvature_tol):
+        """Certify the final stage's end point ``z`` (see ``certify_stage``).
+
+        Returns ``(z, n_iter, certificate)``; shared by a fit run to its end and
+        by :meth:`_finish`, so that both certify the same way.
+        """
+        objective = pairs.objective(
+            k,
+            beta,
+            derandomized=self.algorithm == "derandomized",
+            penalty=self.alpha,
+        )
+        return certify_stage(
+            pairs,
+            objective,
+            z,
+            k,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            max_iter=min(CERTIFY_ITER, self.max_iter),
+            rng=rng,
+            verbose=self.verbose,
         )
 
     def _pick(

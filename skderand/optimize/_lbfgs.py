@@ -1,11 +1,13 @@
-"""An unconstrained L-BFGS for the sharpness stages of LearnedJLTransformer.
+"""An unconstrained L-BFGS with a strong Wolfe line search.
 
-Private helper. scipy's ``L-BFGS-B`` handles bounds the stages never have, and
-its bound-constrained machinery cost about 1.5 ms per iteration for the 6,000
-variables of a 300-point fit (the Gaussian benchmark at k = 20, whose
-evaluation costs about 2 ms). Here: the L-BFGS inverse Hessian in the compact
-form of Byrd, Nocedal and Schnabel (two matrix-vector products with the stored
-pairs per direction) and a strong Wolfe line search (Nocedal and Wright,
+Private part of the shared solver. The first-order phase of :func:`minimize_sosp`
+uses scipy's ``L-BFGS-B``; this one serves problems with no bounds where that
+solver's bound-constrained machinery costs more than the objective: the
+sharpness stages of ``LearnedJLTransformer`` with every pair active (about
+1.5 ms per iteration for the 6,000 variables of a 300-point fit at k = 20,
+whose evaluation costs about 2 ms). Here: the L-BFGS inverse Hessian in the
+compact form of Byrd, Nocedal and Schnabel (two matrix-vector products with the
+stored pairs per direction) and a strong Wolfe line search (Nocedal and Wright,
 Algorithms 3.5 and 3.6, cubic interpolation in the zoom), 0.4-0.6 ms per
 iteration there.
 """
