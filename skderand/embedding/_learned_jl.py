@@ -447,10 +447,10 @@ class LearnedJLTransformer(
             self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
             for s in range(self.n_stages)
         ]
+        best = _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
         if not np.isfinite(r_min):
             # No pair to embed: the surrogate is identically zero.
-            return _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
-        best = _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
+            return best
         if k >= rank:
             # An isometry of the span exists, W = [I; 0]: all ratios equal, a
             # global minimum of every stage's surrogate (LSE(t) + LSE(-t) is
@@ -487,13 +487,12 @@ class LearnedJLTransformer(
                             "decided before the certificate and polish",
                             flush=True,
                         )
-                    start = best._replace(initial_distortion=initial)
-                    return start._replace(
+                    return best._replace(
                         W=M,
                         distortion=ended,
                         n_iter=n_iter_total,
                         certificate=False,
-                        pending=(z, z_start, beta, rng, n_iter_total, start),
+                        pending=(z, z_start, beta, rng, best),
                     )
             if final:
                 z, n_cert, certificate = self._certify(
@@ -558,7 +557,7 @@ class LearnedJLTransformer(
         as :meth:`_fit_dimension` would have run them (the same surrogate, the
         same random generator, in the same state).
         """
-        z, z_start, beta, rng, n_iter, best = fit.pending
+        z, z_start, beta, rng, best = fit.pending
         k, rank = fit.W.shape
         pairs.reset(k)
         derandomized = self.algorithm == "derandomized"
@@ -579,7 +578,7 @@ class LearnedJLTransformer(
             sigma=abs(z[-1]) if derandomized else 0.0,
             distortion=_scale_free(r_min, r_max),
             certificate=certificate,
-            n_iter=n_iter + n_cert,
+            n_iter=fit.n_iter + n_cert,
         )
 
     def _certify(self, pairs, z, k, beta, rng, curvature_tol):
@@ -627,8 +626,6 @@ class LearnedJLTransformer(
         """The final stage's end point, polished, or the start (``best``)."""
         derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
-        initial = best.initial_distortion
-        n_iter_total = n_iter
         # Ties go to the final (sharper, certified) stage.
         if distortion <= best.distortion:
             best = best._replace(
@@ -660,7 +657,7 @@ class LearnedJLTransformer(
                     random_state=rng,
                 )
             )
-        return best._replace(initial_distortion=initial, n_iter=n_iter_total)
+        return best._replace(n_iter=n_iter)
 
     def _search_dimension(self, span, pairs, seed, curvature_tol):
         """Smallest ``k`` whose learned map reaches ``eps``.

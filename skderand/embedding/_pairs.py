@@ -757,10 +757,13 @@ SOFTMAX_CUTOFF = 50.0
 
 
 def _exp_cut(t):
-    """``exp`` of ``t <= 0`` in place, terms below ``-SOFTMAX_CUTOFF`` set to 0.
+    """``exp`` of ``t <= 0`` in place, ignoring terms below ``-SOFTMAX_CUTOFF``.
 
-    Returns the sum and, when fewer than half the terms count, their indices
-    (the other entries of ``t`` are then left as they were, not 0); ``None``
+    When more than half the terms count, ``t`` is clipped at the cutoff and
+    exponentiated whole (a clipped term keeps ``exp(-SOFTMAX_CUTOFF)``, below
+    the round-off of the sum). Otherwise only the terms above the cutoff are
+    exponentiated in place and the other entries of ``t`` are left as they
+    were. Returns the sum and the indices of the counted terms, or ``None``
     when ``t`` holds every exponential.
     """
     near = np.flatnonzero(t > -SOFTMAX_CUTOFF)
