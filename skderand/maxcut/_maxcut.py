@@ -28,7 +28,6 @@ from skderand.maxcut._core import (
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
 from skderand.maxcut._sdp import (
-    _EIGSH_TOL,
     sdp_objective,
     solve_sdp_adaptive,
     symmetric_adjacency,
@@ -218,10 +217,9 @@ def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
 _BOUND_CONTINUATION_MAX_N = 5_000
 _BOUND_CONTINUATION_ROUNDS = 6
 
-# The Burer-Monteiro rank starts here and doubles while the bound asks for it
-# (solve_sdp_adaptive) on graphs up to _BOUND_CONTINUATION_MAX_N vertices.
-_SDP_INITIAL_RANK = 8
-# Beyond them the SDP is solved at this one rank (at most _sdp_rank's): each
+# Up to _BOUND_CONTINUATION_MAX_N vertices the Burer-Monteiro rank starts at 8
+# and doubles while the bound asks for it (solve_sdp_adaptive's defaults).
+# Beyond, the SDP is solved at this one rank (at most _sdp_rank's): each
 # rank tried costs a dual bound, whose Lanczos eigensolve converges slowly on
 # these spectra (0.2-2 s at n = 10,000, more than the rank's 300 sweeps), and
 # a fresh start at rank 16 is as good as the doublings. At n = 10,000, rank 16
@@ -790,21 +788,20 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         classes = greedy_colouring(adjacency)
         timings["sdp"] += time.perf_counter() - t
         max_rank = _sdp_rank(n_act)
-        initial_rank = min(_SDP_INITIAL_RANK, max_rank)
-        eigen_tol = _EIGSH_TOL
+        one_rank = {}
         if n_act > _BOUND_CONTINUATION_MAX_N:
-            # One rank on large graphs (see _LARGE_SDP_RANK).
-            initial_rank = max_rank = min(_LARGE_SDP_RANK, max_rank)
-            eigen_tol = _LARGE_EIGSH_TOL
+            # One rank and one loosened eigensolve on large graphs (see
+            # _LARGE_SDP_RANK); smaller ones keep solve_sdp_adaptive's defaults.
+            max_rank = min(_LARGE_SDP_RANK, max_rank)
+            one_rank = {"initial_rank": max_rank, "eigen_tol": _LARGE_EIGSH_TOL}
         solution = solve_sdp_adaptive(
             adjacency,
             rng,
             classes=classes,
-            initial_rank=initial_rank,
             max_rank=max_rank,
-            eigen_tol=eigen_tol,
             timings=timings,
             verbose=self.verbose,
+            **one_rank,
         )
         V, ranks = solution.V, solution.ranks
         self.sdp_ranks_ = np.asarray(ranks)
