@@ -1,5 +1,6 @@
 """A learned, deterministic Johnson-Lindenstrauss embedding of a point set."""
 
+import time
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -77,20 +78,36 @@ class LearnedJLTransformer(
         at most ``n_features``, whose learned map reaches distortion ``eps`` on
         the training pairs: a growth then interpolation search over the
         dimension. While candidates fail, each proposes the next from a
-        distortion falling as ``1 / sqrt(k)`` (at most doubling); then the
-        next candidate is where the power law through the distortions of the
-        largest failing and smallest succeeding dimensions reaches ``eps``
-        (with bisection steps against one-sided runs). A candidate whose first
-        sharpness stage ends above ``2.5 eps``, or a later non-final stage
-        above ``(1 + 0.35 m) eps`` with ``m`` stages still to come (1.7 and
-        1.35 ``eps`` with the default four), is declared failing without its
-        later stages (a heuristic: on the benchmark sets the final distortion
-        was never below 0.45 of the first stage's, 0.65 of the second's and
-        0.89 of the third's). When every pair is in the objective, a candidate
-        is decided at the end of its final stage, before its certificate and
-        polish: at most ``eps`` succeeds, above ``1.02 eps`` fails (a
-        heuristic margin: the polish gained at most 0.5 % on the benchmark
-        sets); only the returned candidate is certified and polished.
+        distortion falling as ``k**(-a)`` (at most doubling; ``a`` measured
+        between the last two candidates at the last sharpness stage both ran,
+        clipped to ``[0.5, 1]``); then the next candidate is where the power
+        law through the distortions of the largest failing and smallest
+        succeeding dimensions reaches ``eps`` (with bisection steps against
+        one-sided runs). A candidate whose first sharpness stage ends above
+        ``2.5 eps``, or a later non-final stage above ``(1 + 0.35 m) eps``
+        with ``m`` stages still to come (1.7 and 1.35 ``eps`` with the default
+        four), is declared failing without its later stages (a heuristic: on
+        the benchmark sets the final distortion was never below 0.45 of the
+        first stage's, 0.65 of the second's and 0.89 of the third's). When
+        every pair is in the objective, a candidate is decided during its
+        stages: it succeeds at the first map whose exact all-pairs distortion
+        is at most ``eps`` (in any stage), and it fails when its final stage
+        stalls above ``1.02 eps`` (its lowest distortion fell by less than a
+        quarter of its distance to ``eps`` over the last 25 evaluations) or
+        ends above it (heuristic margins: the polish gained at most 0.5 % on
+        the benchmark sets); only a final stage ending between ``eps`` and
+        ``1.02 eps`` runs its certificate and polish at once. Only the
+        returned candidate is completed: its stages from the point it was
+        decided at (that stage restarted there), certificate and polish; the
+        decided point itself is returned, with its certificate on the final
+        surrogate, if the completed map is not better. The result therefore
+        follows the search's path and is not, in general, the fit of that
+        dimension alone; it is deterministic for a given ``random_state``,
+        its ``distortion_`` is exact and at most ``eps``, and its certificate
+        is that of the point returned. Candidates are not warm-started from
+        one another (on the benchmark's Gaussian set, starting from a
+        neighbour's map, with rows added or dropped, cost as many iterations
+        as a fresh start and ended higher).
         Unlike ``GaussianRandomProjection``, ``"auto"``
         never fails: at a dimension equal to the rank of the centred data an
         exact isometry of the data exists and is returned.
@@ -424,12 +441,12 @@ class LearnedJLTransformer(
         For the dimension search, a fit whose stage ``s`` (not the final one)
         ends above ``give_up_above[s]`` stops there, uncertified
         (``certificate`` is then ``False``: such a fit only says "fails").
-        With ``decide_at = eps``, an all-pairs fit whose final stage ends at
-        most ``eps`` (it succeeds: the certificate's solver and the polish
-        only keep points with lower distortion) or above ``(1 +
-        FINISH_MARGIN) eps`` (it fails) is returned before its certificate
-        and polish, with ``pending`` holding what :meth:`_finish` needs to
-        complete it exactly as it would have been.
+        With ``decide_at = eps``, an all-pairs fit is watched during its
+        stages (see ``_Watch``) and returned as soon as it is decided: at a
+        map of exact distortion at most ``eps`` (succeeds), or when its final
+        stage stalls or ends above ``(1 + FINISH_MARGIN) eps`` (fails), before
+        its certificate and polish, with ``pending`` holding what
+        :meth:`_finish` needs to complete it.
         """
         rng = np.random.RandomState(seed)
         rank = pairs.X.shape[1]
@@ -463,58 +480,101 @@ class LearnedJLTransformer(
         z = M.ravel()
         if derandomized:
             z = np.append(z, sigma)
-        z_start = z
-        n_iter_total = 0
+        return self._run_stages(
+            pairs,
+            k,
+            z,
+            betas,
+            rng,
+            best,
+            curvature_tol,
+            z_start=z,
+            give_up_above=give_up_above,
+            decide_at=decide_at,
+        )
+
+    def _run_stages(
+        self,
+        pairs,
+        k,
+        z,
+        betas,
+        rng,
+        best,
+        curvature_tol,
+        *,
+        z_start,
+        first=0,
+        n_iter=0,
+        stages=(),
+        give_up_above=(),
+        decide_at=None,
+    ):
+        """The sharpness stages ``first, ...`` from ``z``, the certificate, polish.
+
+        ``best`` is the fit returned instead of the final stage's end point if
+        that is not better (the start ``z_start``, or the point a search
+        decided at); ``stages`` the distortions at the ends of the stages
+        already run. With ``decide_at`` see :meth:`_fit_dimension`.
+        """
+        rank = pairs.X.shape[1]
+        derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
-        for stage, beta in enumerate(betas):
+        watched = decide_at is not None and pairs.complete and k < rank
+        stages = list(stages)
+        n_iter_total = n_iter
+        for stage in range(first, len(betas)):
+            beta = betas[stage]
             final = stage == len(betas) - 1
-            z, n_iter = pairs.solve_stage(
-                z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
-            )
-            certificate = None
-            if final and decide_at is not None and pairs.complete and k < rank:
-                M = z[: k * rank].reshape(k, rank)
-                ended = _scale_free(*pairs.extremes(M))
-                if ended <= min(decide_at, best.distortion) or ended > decide_at * (
-                    1.0 + FINISH_MARGIN
-                ):
-                    n_iter_total += n_iter
-                    if self.verbose:
-                        print(
-                            f"[LearnedJLTransformer] k={k} stage {stage + 1}/"
-                            f"{len(betas)} softmax_sharpness={beta:.4g}: "
-                            f"distortion {ended:.4f}, {n_iter} iterations; "
-                            "decided before the certificate and polish",
-                            flush=True,
-                        )
-                    return best._replace(
-                        W=M,
-                        distortion=ended,
-                        n_iter=n_iter_total,
-                        certificate=False,
-                        pending=(z, z_start, beta, rng, best),
-                    )
-            if final:
-                z, n_cert, certificate = self._certify(
-                    pairs, z, k, beta, rng, curvature_tol
+            decided = None
+            resume = stage  # a stage decided before its end restarts from there
+            if watched:
+                z, n_iter, decided = self._watched_stage(
+                    pairs, z, k, beta, final, decide_at, kwargs
                 )
-                n_iter += n_cert
+            else:
+                z, n_iter = pairs.solve_stage(
+                    z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
+                )
             n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
             sigma = abs(z[-1]) if derandomized else 0.0
             r_min, r_max = pairs.extremes(M)
             distortion = _scale_free(r_min, r_max)
-            if self.verbose:
-                cert = (
-                    f", grad norm {certificate.grad_norm:.2e}, min eig "
-                    f"{certificate.min_hessian_eig:.2e}"
-                    if certificate is not None
-                    else ""
+            if decided is None and final and watched:
+                # The stage ran to its end: decided unless just above eps (the
+                # certificate and polish may still bring it below).
+                resume = stage + 1
+                if distortion <= min(decide_at, best.distortion):
+                    decided = "at most eps at the end of the final stage"
+                elif distortion > decide_at * (1.0 + FINISH_MARGIN):
+                    decided = "above the margin at the end of the final stage"
+            if decided is not None:
+                if self.verbose:
+                    print(
+                        f"[LearnedJLTransformer] k={k} stage {stage + 1}/"
+                        f"{len(betas)} softmax_sharpness={beta:.4g}: distortion "
+                        f"{distortion:.4f}, {n_iter} iterations; decided before "
+                        f"the certificate and polish ({decided})",
+                        flush=True,
+                    )
+                return best._replace(
+                    W=M,
+                    distortion=distortion,
+                    r_min=r_min,
+                    r_max=r_max,
+                    sigma=sigma,
+                    n_iter=n_iter_total,
+                    certificate=False,
+                    stages=tuple(stages),
+                    pending=(z, resume, z_start, rng, best),
                 )
+            stages.append(distortion)
+            if self.verbose:
                 print(
                     f"[LearnedJLTransformer] k={k} stage {stage + 1}/{len(betas)} "
                     f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}, "
-                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}{cert}, "
+                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}, "
                     f"{n_iter} iterations, active set {pairs.rows.size} pairs",
                     flush=True,
                 )
@@ -532,7 +592,23 @@ class LearnedJLTransformer(
                     n_iter=n_iter_total,
                     certificate=False,
                     stopped_after=stage + 1,
+                    stages=tuple(stages),
                 )
+        z, n_cert, certificate = self._certify(
+            pairs, z, k, betas[-1], rng, curvature_tol
+        )
+        n_iter_total += n_cert
+        M = z[: k * rank].reshape(k, rank)
+        sigma = abs(z[-1]) if derandomized else 0.0
+        r_min, r_max = pairs.extremes(M)
+        distortion = _scale_free(r_min, r_max)
+        if self.verbose:
+            print(
+                f"[LearnedJLTransformer] k={k} certificate: distortion "
+                f"{distortion:.4f}, grad norm {certificate.grad_norm:.2e}, min eig "
+                f"{certificate.min_hessian_eig:.2e}, {n_cert} iterations",
+                flush=True,
+            )
         return self._pick(
             pairs,
             best,
@@ -548,37 +624,53 @@ class LearnedJLTransformer(
             distortion=distortion,
             certificate=certificate,
             n_iter=n_iter_total,
-        )
+        )._replace(stages=tuple(stages))
+
+    def _watched_stage(self, pairs, z, k, beta, final, eps, kwargs):
+        """One all-pairs stage of a search candidate, decided as soon as it can be.
+
+        Returns ``(z, n_iter, decided)``: ``decided`` is None when the stage ran
+        to its end, else why it stopped early (see ``_Watch``); ``n_iter`` then
+        counts the objective's evaluations.
+        """
+        watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final)
+        start = time.perf_counter()
+        try:
+            z, n_iter, _ = pairs._lbfgs(watch, z, self.tol, self.max_iter)
+        except _Decided as stop:
+            pairs.stats["solve_s"] += time.perf_counter() - start
+            return stop.z, watch.n_eval, stop.reason
+        return z, n_iter, None
 
     def _finish(self, pairs, fit, curvature_tol):
-        """Complete a fit the dimension search returned before its end.
+        """Complete a fit the dimension search decided before its end.
 
-        The certificate and the polish of the final stage's end point, exactly
-        as :meth:`_fit_dimension` would have run them (the same surrogate, the
-        same random generator, in the same state).
+        The stages from the one it was decided in (restarted from the point
+        decided at), the certificate and the polish. The point decided at is
+        returned instead (with its certificate on the final surrogate) if
+        the completed fit does not end below it.
         """
-        z, z_start, beta, rng, best = fit.pending
-        k, rank = fit.W.shape
+        z, stage, z_start, rng, best = fit.pending
+        k = fit.W.shape[0]
         pairs.reset(k)
-        derandomized = self.algorithm == "derandomized"
-        z, n_cert, certificate = self._certify(pairs, z, k, beta, rng, curvature_tol)
-        M = z[: k * rank].reshape(k, rank)
-        r_min, r_max = pairs.extremes(M)
-        return self._pick(
+        betas = [
+            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
+            for s in range(self.n_stages)
+        ]
+        if fit.distortion < best.distortion:
+            best, z_start = fit._replace(pending=None), z
+        return self._run_stages(
             pairs,
-            best,
-            z_start,
             k,
-            beta,
+            z,
+            betas,
             rng,
+            best,
             curvature_tol,
-            M=M,
-            r_min=r_min,
-            r_max=r_max,
-            sigma=abs(z[-1]) if derandomized else 0.0,
-            distortion=_scale_free(r_min, r_max),
-            certificate=certificate,
-            n_iter=fit.n_iter + n_cert,
+            z_start=z_start,
+            first=stage,
+            n_iter=fit.n_iter,
+            stages=fit.stages,
         )
 
     def _certify(self, pairs, z, k, beta, rng, curvature_tol):
@@ -663,20 +755,19 @@ class LearnedJLTransformer(
         """Smallest ``k`` whose learned map reaches ``eps``.
 
         Growth, then a safeguarded interpolation search. While the candidates
-        fail, the next one is the dimension at which a distortion falling as
-        ``1 / sqrt(k)`` (as a random projection's does) would reach ``eps``, at
-        least ``k + 1`` and at most ``2 k``. Then, between the largest failing
-        dimension ``lo`` and the smallest succeeding one ``hi``, the next
-        candidate is where the power law through their two distortions reaches
-        ``eps`` (a bisection step instead after two candidates with the same
-        outcome in a row, so that a run of one-sided steps stays short). A
-        candidate whose first stage ends above ``GIVE_UP_FACTOR * eps``, or
-        whose later non-final stage ends above ``eps * (1 + LATER_GIVE_UP *
-        stages_left)``, is declared failing there. (Starting a
-        candidate from its succeeding neighbour's top directions, with the last
-        two stages only, cost more iterations than a fresh start on the
-        benchmark's Gaussian set: the truncated map is far from stationary at
-        high sharpness.)
+        fail, the next one is the dimension (nearest integer) at which a
+        distortion falling as ``k**(-a)`` would reach ``eps``, at least ``k +
+        1`` and at most ``2 k``, with ``a`` from :func:`_growth_exponent`.
+        Then, between the largest failing dimension ``lo`` and the smallest
+        succeeding one ``hi``, the next candidate is where the power law
+        through their two distortions reaches ``eps`` (a bisection step
+        instead after two candidates with the same outcome in a row, so that
+        a run of one-sided steps stays short). A candidate whose first stage
+        ends above ``GIVE_UP_FACTOR * eps``, or whose later non-final stage
+        ends above ``eps * (1 + LATER_GIVE_UP * stages_left)``, is declared
+        failing there; an all-pairs candidate is decided during its stages
+        (``_Watch``). Only the returned candidate is completed
+        (:meth:`_finish`).
         """
         cache = {}
         n_stages = self.n_stages
@@ -716,8 +807,9 @@ class LearnedJLTransformer(
             if fit.distortion <= self.eps:
                 hi = k
                 break
+            exponent = _growth_exponent(lo, cache.get(lo), k, fit)
             lo = k
-            predicted = int(np.ceil(k * (fit.distortion / self.eps) ** 2))
+            predicted = int(np.round(k * (fit.distortion / self.eps) ** (1 / exponent)))
             k = min(max(k + 1, predicted), 2 * k, k_max)
         outcomes = []
         while hi - lo > 1:
@@ -821,6 +913,23 @@ LATER_GIVE_UP = 0.35
 FINISH_MARGIN = 0.02
 
 
+def _growth_exponent(k0, fit0, k1, fit1):
+    """The exponent ``a`` of ``d(k) ~ k^(-a)`` between two failing candidates.
+
+    Measured on the distortions at the end of the last stage both ran (the
+    first stages' distortions fall with ``k`` as the final ones do), clipped
+    to ``[0.5, 1]``: 0.5 (a random projection's rate) when there is no such
+    stage.
+    """
+    if fit0 is None or k0 < 1:
+        return 0.5
+    s = min(len(fit0.stages), len(fit1.stages)) - 1
+    if s < 0 or not fit0.stages[s] > fit1.stages[s] > 0:
+        return 0.5
+    exponent = np.log(fit0.stages[s] / fit1.stages[s]) / np.log(k1 / k0)
+    return float(np.clip(exponent, 0.5, 1.0))
+
+
 def _power_law_dimension(lo, d_lo, hi, d_hi, eps):
     """Where ``d(k) = d_hi (k / hi)^(-a)`` through both points reaches ``eps``.
 
@@ -850,4 +959,92 @@ class _Fit(NamedTuple):
     n_iter: int  # solver iterations over all stages
     certificate: object  # OptimizeResult of the returned point; None: no pair
     stopped_after: int = 0  # the dimension search gave up after this stage (0: no)
+    stages: tuple = ()  # all-pairs distortion at the end of each stage run
     pending: tuple = None  # decided before its certificate (see _fit_dimension)
+
+
+# The dimension search decides an all-pairs candidate during its stages (see
+# _Watch): it reads the distortion after every evaluation when the objective
+# keeps its log-ratios, else it measures it exactly every WATCH_EVERY
+# evaluations; a final stage fails when, over the last WATCH_WINDOW evaluations,
+# its lowest distortion fell by less than 1 / FAIL_PATIENCE of its remaining
+# distance to eps (and it is above the margin the polish may still close).
+WATCH_EVERY = 10
+WATCH_WINDOW = 25
+FAIL_PATIENCE = 4
+
+
+class _Decided(Exception):
+    """Raised by ``_Watch`` to end the stage of a decided candidate."""
+
+    def __init__(self, z, reason):
+        super().__init__(reason)
+        self.z = z
+        self.reason = reason
+
+
+class _Watch:
+    """The objective of a search candidate's stage, deciding it on the way.
+
+    Each evaluated map's all-pairs distortion ``d`` is read off the lean
+    evaluation's log-ratios (``tanh`` of half their range; otherwise the exact
+    extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
+    first map whose exact distortion, re-measured pair by pair, is at most
+    ``eps``: a map of that dimension reaching ``eps`` exists, which is what the
+    search asks. In the final stage it fails once the lowest ``d`` so far is
+    above ``(1 + FINISH_MARGIN) eps`` and fell by less than ``1 /
+    FAIL_PATIENCE`` of its distance to ``eps`` over the last ``WATCH_WINDOW``
+    evaluations (a heuristic: the final stage's distortion falls fastest at
+    its start). Either raises ``_Decided`` with the map (on failure, the best
+    one seen).
+    """
+
+    def __init__(self, objective, pairs, k, eps, final):
+        self.objective = objective
+        self.lean = getattr(objective, "lean", False)
+        self.pairs = pairs
+        self.k = k
+        self.eps = eps
+        self.final = final
+        self.n_eval = 0
+        self.history = []  # (evaluations, lowest distortion so far)
+        self.best_z = None
+        self.recheck = 0
+
+    def _distortion(self, z, M):
+        log = getattr(self.objective, "_buffers", {}).get("log") if self.lean else None
+        if log is not None and log.size:
+            return float(np.tanh(0.5 * (log.max() - log.min())))
+        if self.n_eval % WATCH_EVERY == 1:
+            return _scale_free(*self.pairs.extremes(M))
+        return None
+
+    def __call__(self, z):
+        out = self.objective(z)
+        self.n_eval += 1
+        rank = self.pairs.X.shape[1]
+        M = z[: self.k * rank].reshape(self.k, rank)
+        d = self._distortion(z, M)
+        if d is None or not np.isfinite(d):
+            return out
+        if d <= self.eps and self.n_eval >= self.recheck:
+            if _scale_free(*self.pairs.extremes(M)) <= self.eps:
+                raise _Decided(z.copy(), "reached eps")
+            # Round-off in the log-ratios' range: measured again later.
+            self.recheck = self.n_eval + WATCH_EVERY
+        if not self.history or d < self.history[-1][1]:
+            self.history.append((self.n_eval, d))
+            self.best_z = z.copy()
+        if not self.final or self.n_eval < 2 * WATCH_WINDOW:
+            return out
+        lowest = self.history[-1][1]
+        earlier = lowest
+        for n_eval, value in self.history:
+            if n_eval > self.n_eval - WATCH_WINDOW:
+                break
+            earlier = value
+        if lowest > self.eps * (1.0 + FINISH_MARGIN) and (
+            lowest - self.eps > FAIL_PATIENCE * (earlier - lowest)
+        ):
+            raise _Decided(self.best_z, "stalled above eps")
+        return out
