@@ -1,6 +1,7 @@
 """Tests of LearnedJLTransformer: the mathematics of the embedding, then the API."""
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
 from skderand.embedding import _active, _pairs
-from skderand.embedding._learned_jl import _power_law_dimension
+from skderand.embedding._learned_jl import _growth_exponent, _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
     _PairObjective,
@@ -150,6 +151,53 @@ def test_auto_finds_a_small_dimension_reaching_eps(capsys):
     again = LearnedJLTransformer(eps=eps, random_state=0).fit(X)
     np.testing.assert_array_equal(jl.components_, again.components_)
     assert jl.distortion_ == again.distortion_
+
+
+def test_auto_decides_all_pair_candidates_during_their_stages(capsys):
+    # 11,175 pairs: the lean all-pairs evaluation from k = 14 on, whose
+    # log-ratios the search reads after every evaluation.
+    X = make_data("gaussian", 0)[:150, :40]
+    eps = 0.3
+    jl = LearnedJLTransformer(eps=eps, random_state=0, verbose=1).fit(X)
+    out = capsys.readouterr().out
+    k = jl.n_components_
+    assert jl.distortion_ <= eps
+    assert jl.distortion_ == pytest.approx(
+        scale_free_distortion(X, jl.transform(X)), rel=1e-9
+    )
+    tried = {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
+    }
+    assert tried[k - 1] > eps
+    # Both rules fired: a candidate succeeded at the first map reaching eps
+    # (the returned one, completed afterwards to a lower distortion), and one
+    # failed when its final stage stalled above 1.02 eps.
+    assert re.search(rf"k={k} stage \d/4 .*\(reached eps\)", out)
+    assert tried[k] <= eps and jl.distortion_ <= tried[k]
+    assert "(stalled above eps)" in out
+    assert jl.certified_
+    again = LearnedJLTransformer(eps=eps, random_state=0).fit(X)
+    np.testing.assert_array_equal(jl.components_, again.components_)
+
+
+def test_growth_exponent_measures_the_power_law_at_a_common_stage():
+    class Fit(NamedTuple):
+        stages: tuple
+
+    def d(k, stage):
+        # d(k) = c_s k^(-0.7) at every stage s.
+        return (1.0 - 0.1 * stage) * k**-0.7
+
+    # The last stage both ran: the second (one candidate stopped there).
+    a = Fit(tuple(d(16, s) for s in range(2)))
+    b = Fit(tuple(d(32, s) for s in range(4)))
+    assert _growth_exponent(16, a, 32, b) == pytest.approx(0.7)
+    # Clipped to [0.5, 1]; 0.5 without a common stage or a previous candidate.
+    steep = Fit((d(16, 0) * 4,))
+    assert _growth_exponent(16, steep, 32, b) == 1.0
+    assert _growth_exponent(16, Fit(()), 32, b) == 0.5
+    assert _growth_exponent(0, None, 8, b) == 0.5
 
 
 def test_power_law_dimension_interpolates_and_stays_inside():
