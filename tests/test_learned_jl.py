@@ -181,6 +181,32 @@ def test_auto_decides_all_pair_candidates_during_their_stages(capsys):
     np.testing.assert_array_equal(jl.components_, again.components_)
 
 
+def test_auto_decides_active_set_candidates_at_their_stage_ends(capsys):
+    # 4,950 pairs against a working set of 300: the candidates below k = 8
+    # optimize an active set, and are decided where a stage ends.
+    X = make_data("low_rank", 0)[:, :30]
+    eps = 0.25
+    jl = LearnedJLTransformer(eps=eps, working_set=300, random_state=0, verbose=1)
+    jl.fit(X)
+    out = capsys.readouterr().out
+    k = jl.n_components_
+    assert k < 8
+    assert re.search(rf"k={k} stage 1/4 .*\(reached eps at the end of the stage\)", out)
+    assert jl.distortion_ <= eps
+    assert jl.distortion_ == pytest.approx(
+        scale_free_distortion(X, jl.transform(X)), rel=1e-9
+    )
+    tried = {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
+    }
+    assert tried[k - 1] > eps
+    # Completed through the later stages, certificate and polish: lower still.
+    assert jl.distortion_ <= tried[k]
+    assert out.count("certificate: distortion") == 1
+    assert jl.certified_
+
+
 def test_growth_exponent_measures_the_power_law_at_a_common_stage():
     class Fit(NamedTuple):
         stages: tuple

@@ -98,7 +98,9 @@ class LearnedJLTransformer(
         quarter of its distance to ``eps`` over the last 25 evaluations) or
         ends above it (heuristic margins: the polish gained at most 0.5 % on
         the benchmark sets); only a final stage ending between ``eps`` and
-        ``1.02 eps`` runs its certificate and polish at once. Only the
+        ``1.02 eps`` runs its certificate and polish at once. A candidate
+        on an active set succeeds where a stage before the final one ends at
+        most ``eps``. Only the
         returned candidate is completed: its stages from the point it was
         decided at (that stage restarted there), certificate and polish; the
         decided point itself is returned, with its certificate on the final
@@ -448,7 +450,9 @@ class LearnedJLTransformer(
         map of exact distortion at most ``eps`` (succeeds), or when its final
         stage stalls or ends above ``(1 + FINISH_MARGIN) eps`` (fails), before
         its certificate and polish, with ``pending`` holding what
-        :meth:`_finish` needs to complete it.
+        :meth:`_finish` needs to complete it. Any search candidate whose
+        non-final stage ends at most ``eps`` is decided there too (active-set
+        fits are not watched during their stages).
         """
         rng = np.random.RandomState(seed)
         rank = pairs.X.shape[1]
@@ -543,6 +547,18 @@ class LearnedJLTransformer(
             sigma = abs(z[-1]) if derandomized else 0.0
             r_min, r_max = pairs.extremes(M)
             distortion = _scale_free(r_min, r_max)
+            if (
+                decided is None
+                and not final
+                and decide_at is not None
+                and k < rank
+                and distortion <= min(decide_at, best.distortion)
+            ):
+                # An active-set stage (or a watched one whose last map was
+                # not read) ended at most eps: decided, the next stage
+                # resumes it (the active set is rebuilt there).
+                resume = stage + 1
+                decided = "reached eps at the end of the stage"
             if decided is None and final and watched:
                 # The stage ran to its end: decided unless just above eps (the
                 # certificate and polish may still bring it below).
