@@ -527,6 +527,8 @@ class LearnedJLTransformer(
         derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
         watched = decide_at is not None and pairs.complete and k < rank
+        # The exact distortion at z (known at the start and at stage ends).
+        at_z = best.distortion if first == 0 else None
         stages = list(stages)
         n_iter_total = n_iter
         for stage in range(first, len(betas)):
@@ -536,7 +538,7 @@ class LearnedJLTransformer(
             resume = stage  # a stage decided before its end restarts from there
             if watched:
                 z, n_iter, decided = self._watched_stage(
-                    pairs, z, k, beta, final, decide_at, kwargs
+                    pairs, z, k, beta, final, decide_at, kwargs, at_z
                 )
             else:
                 z, n_iter = pairs.solve_stage(
@@ -547,6 +549,7 @@ class LearnedJLTransformer(
             sigma = abs(z[-1]) if derandomized else 0.0
             r_min, r_max = pairs.extremes(M)
             distortion = _scale_free(r_min, r_max)
+            at_z = distortion
             if (
                 decided is None
                 and not final
@@ -644,14 +647,14 @@ class LearnedJLTransformer(
             n_iter=n_iter_total,
         )._replace(stages=tuple(stages))
 
-    def _watched_stage(self, pairs, z, k, beta, final, eps, kwargs):
+    def _watched_stage(self, pairs, z, k, beta, final, eps, kwargs, at_z):
         """One all-pairs stage of a search candidate, decided as soon as it can be.
 
         Returns ``(z, n_iter, decided)``: ``decided`` is None when the stage ran
         to its end, else why it stopped early (see ``_Watch``); ``n_iter`` then
         counts the objective's evaluations.
         """
-        watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final)
+        watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
         start = time.perf_counter()
         try:
             z, n_iter, _ = pairs._lbfgs(watch, z, self.tol, self.max_iter)
@@ -1023,22 +1026,30 @@ class _Watch:
     one seen).
     """
 
-    def __init__(self, objective, pairs, k, eps, final):
+    def __init__(self, objective, pairs, k, eps, final, at_start=None):
         self.objective = objective
         self.lean = getattr(objective, "lean", False)
         self.pairs = pairs
         self.k = k
         self.eps = eps
         self.final = final
+        # The log-ratios are read only if they give the exact distortion at
+        # the stage's start (the first evaluation), when that is known.
+        self.read_log = self.lean and at_start is not None
+        self.at_start = at_start
         self.n_eval = 0
         self.history = []  # (evaluations, lowest distortion so far)
         self.best_z = None
         self.recheck = 0
 
     def _distortion(self, z, M):
-        log = getattr(self.objective, "_buffers", {}).get("log") if self.lean else None
-        if log is not None and log.size:
-            return float(np.tanh(0.5 * (log.max() - log.min())))
+        if self.read_log:
+            log = getattr(self.objective, "_buffers", {}).get("log")
+            if log is not None and log.size:
+                d = float(np.tanh(0.5 * (log.max() - log.min())))
+                if self.n_eval > 1 or abs(d - self.at_start) <= 1e-9 * self.at_start:
+                    return d
+            self.read_log = False
         if self.n_eval % WATCH_EVERY == 1:
             return _scale_free(*self.pairs.extremes(M))
         return None
