@@ -191,7 +191,7 @@ def smallest_k_gaussian(target=0.2):
     jl, _ = timed_fit(LearnedJLTransformer(eps=target, random_state=0), X)
     print(
         f"  LearnedJLTransformer(n_components='auto'): k = {jl.n_components_} "
-        f"(eps* {jl.distortion_:.3f}, search took {time.perf_counter() - start:.0f} s)"
+        f"(eps* {jl.distortion_:.5f}, search took {time.perf_counter() - start:.1f} s)"
     )
 
     def smallest(score, k_max=X.shape[1]):

@@ -1014,8 +1014,8 @@ class _Watch:
     """The objective of a search candidate's stage, deciding it on the way.
 
     Each evaluated map's all-pairs distortion ``d`` is read off the lean
-    evaluation's log-ratios (``tanh`` of half their range; otherwise the exact
-    extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
+    evaluation's log-ratio range (``tanh`` of half of ``log_range``; otherwise
+    the exact extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
     first map whose exact distortion, re-measured pair by pair, is at most
     ``eps``: a map of that dimension reaching ``eps`` exists, which is what the
     search asks. In the final stage it fails once the lowest ``d`` so far is
@@ -1044,9 +1044,9 @@ class _Watch:
 
     def _distortion(self, z, M):
         if self.read_log:
-            log = getattr(self.objective, "_buffers", {}).get("log")
-            if log is not None and log.size:
-                d = float(np.tanh(0.5 * (log.max() - log.min())))
+            low, high = self.objective.log_range
+            if np.isfinite(high - low):
+                d = float(np.tanh(0.5 * (high - low)))
                 if self.n_eval > 1 or abs(d - self.at_start) <= 1e-9 * self.at_start:
                     return d
             self.read_log = False

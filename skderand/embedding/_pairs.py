@@ -721,8 +721,11 @@ class _GramObjective(_PairObjective):
         weights = self._buffer("weights", q.shape)
         weights.fill(centre / q.size)
         work = self._buffer("work", q.shape)
+        # The evaluated map's log-ratio range, kept for the dimension search
+        # (it reads the all-pairs distortion, tanh of half the range, off it).
+        self.log_range = (log.min(), log.max())
         for sign in (1.0, -1.0):
-            top = log.max() if sign > 0 else log.min()
+            top = self.log_range[1] if sign > 0 else self.log_range[0]
             # beta * (sign * l - max(sign * l)) <= 0.
             np.subtract(log, top, out=work)
             work *= sign * beta
