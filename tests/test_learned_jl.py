@@ -122,6 +122,14 @@ def test_direct_path_reports_zero_scale():
     assert jl.scale_ == 0.0
 
 
+def tried_dimensions(out):
+    """The dimension search's candidates and distortions, from its verbose output."""
+    return {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
+    }
+
+
 def test_auto_finds_a_small_dimension_reaching_eps(capsys):
     X = make_data("low_rank", 0)[:50, :30]
     eps = 0.2
@@ -136,10 +144,7 @@ def test_auto_finds_a_small_dimension_reaching_eps(capsys):
     # The JL bound is loose here: it asks for more than the input dimension.
     assert k < min(johnson_lindenstrauss_min_dim(X.shape[0], eps=eps), X.shape[1])
     # One dimension less failed as the search fitted it.
-    tried = {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
-    }
+    tried = tried_dimensions(out)
     assert k - 1 in tried and tried[k - 1] > eps
     assert all(d > eps for j, d in tried.items() if j < k)
     # Every pair is in the objective: candidates were decided during their
@@ -165,10 +170,7 @@ def test_auto_decides_all_pair_candidates_during_their_stages(capsys):
     assert jl.distortion_ == pytest.approx(
         scale_free_distortion(X, jl.transform(X)), rel=1e-9
     )
-    tried = {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
-    }
+    tried = tried_dimensions(out)
     assert tried[k - 1] > eps
     # Both rules fired: a candidate succeeded at the first map reaching eps
     # (the returned one, completed afterwards to a lower distortion), and one
@@ -196,10 +198,7 @@ def test_auto_decides_active_set_candidates_at_their_stage_ends(capsys):
     assert jl.distortion_ == pytest.approx(
         scale_free_distortion(X, jl.transform(X)), rel=1e-9
     )
-    tried = {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
-    }
+    tried = tried_dimensions(out)
     assert tried[k - 1] > eps
     # Completed through the later stages, certificate and polish: lower still.
     assert jl.distortion_ <= tried[k]

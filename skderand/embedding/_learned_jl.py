@@ -466,10 +466,7 @@ class LearnedJLTransformer(
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
-        betas = [
-            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
-            for s in range(self.n_stages)
-        ]
+        betas = self._sharpness_stages()
         best = _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
         if not np.isfinite(r_min):
             # No pair to embed: the surrogate is identically zero.
@@ -498,6 +495,13 @@ class LearnedJLTransformer(
             give_up_above=give_up_above,
             decide_at=decide_at,
         )
+
+    def _sharpness_stages(self):
+        """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
+        return [
+            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
+            for s in range(self.n_stages)
+        ]
 
     def _run_stages(
         self,
@@ -674,10 +678,7 @@ class LearnedJLTransformer(
         z, stage, z_start, rng, best = fit.pending
         k = fit.W.shape[0]
         pairs.reset(k)
-        betas = [
-            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
-            for s in range(self.n_stages)
-        ]
+        betas = self._sharpness_stages()
         if fit.distortion < best.distortion:
             best, z_start = fit._replace(pending=None), z
         return self._run_stages(
