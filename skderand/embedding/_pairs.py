@@ -709,21 +709,28 @@ class _GramObjective(_PairObjective):
         np.multiply(Y, -2.0, out=right[:, :k])
         right[:, k] = 1.0
         right[:, k + 1] = left[:, k]
-        q = np.take(left @ right.T, self.valid, out=self._buffer("q", self.valid.shape))
+        # Into a kept n x n array: a fresh one each evaluation faulted its
+        # pages in again.
+        gram = np.matmul(left, right.T, out=self._buffer("gram", (n, n)))
+        # mode="clip" skips the bounds checks (the indices are in range).
+        q = np.take(
+            gram, self.valid, out=self._buffer("q", self.valid.shape), mode="clip"
+        )
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
-        # gets a tiny floor so that the log stays finite.
-        np.maximum(q, 1e-300, out=q)
+        # gets a tiny floor so that the log stays finite (a pass only then).
+        if q.min() < 1e-300:
+            np.maximum(q, 1e-300, out=q)
         log = np.log(q, out=self._buffer("log", q.shape))
         log += self._neg_log_d2
         centre = log.mean()
         beta = self.beta
         value = 0.5 * centre**2
         weights = self._buffer("weights", q.shape)
-        weights.fill(centre / q.size)
         work = self._buffer("work", q.shape)
         # The evaluated map's log-ratio range, kept for the dimension search
         # (it reads the all-pairs distortion, tanh of half the range, off it).
         self.log_range = (log.min(), log.max())
+        filled = False
         for sign in (1.0, -1.0):
             top = self.log_range[1] if sign > 0 else self.log_range[0]
             # beta * (sign * l - max(sign * l)) <= 0.
@@ -734,9 +741,16 @@ class _GramObjective(_PairObjective):
             # d/dl of LSE(sign beta l) / beta = sign * softmax.
             if near is None:
                 work *= sign / total
-                weights += work
+                if filled:
+                    weights += work
+                else:
+                    # centre / size + work, as the fill and sum it replaces.
+                    np.add(work, centre / q.size, out=weights)
             else:
+                if not filled:
+                    weights.fill(centre / q.size)
                 weights[near] += work[near] * (sign / total)
+            filled = True
         weights /= q
         grad_Y = self._sym_laplacian(weights, Y)
         grad_Y *= 2.0
@@ -827,12 +841,19 @@ def _exp_cut(t):
     were. Returns the sum and the indices of the counted terms, or ``None``
     when ``t`` holds every exponential.
     """
-    near = np.flatnonzero(t > -SOFTMAX_CUTOFF)
-    if near.size > t.size // 2:
+    if t.min() > -SOFTMAX_CUTOFF:
+        # Every term counts (low sharpness): one reduction instead of the
+        # comparison, count and clip below.
+        np.exp(t, out=t)
+        return float(t.sum()), None
+    above = t > -SOFTMAX_CUTOFF
+    # Counted without forming the index array the common case does not use.
+    if np.count_nonzero(above) > t.size // 2:
         np.maximum(t, -SOFTMAX_CUTOFF, out=t)
         np.exp(t, out=t)
         # exp(-50) = 2e-22 per term left in: below round-off of the sum.
         return float(t.sum()), None
+    near = np.flatnonzero(above)
     values = np.exp(t[near])
     t[near] = values
     return float(values.sum()), near

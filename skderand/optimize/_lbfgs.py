@@ -78,8 +78,10 @@ class LBFGSMemory:
         # The small matrices in chronological order, for direction().
         idx = self._idx = np.array(self.order)
         sy_c = self.sy[idx][:, idx]
-        self._R = np.triu(sy_c)
-        self._D = np.diag(sy_c).copy()
+        # R is the upper triangle of sy_c: the triangular solves read only
+        # that (np.triu cost 30 us per push).
+        self._R = sy_c
+        self._D = sy_c.diagonal().copy()
         self._yy_c = self.yy[idx][:, idx]
         # H0 = gamma I with gamma = s.y / y.y of the newest pair.
         self._gamma = sy / yy
