@@ -144,12 +144,12 @@ def _restart_objectives(X, y, params, random_state, n_init):
     return objectives
 
 
-# Seeds where the four restarts end at different local minima (objectives
-# 1e-3 apart) and the best is neither the first nor, for one, the last.
-@pytest.mark.parametrize("random_state, best", [(4, 1), (8, 3)])
-def test_n_init_keeps_the_best_restart_and_runs_in_parallel(
-    random_state, best, monkeypatch
-):
+# Seeds where the four restarts end at different local minima and the best
+# one is not the first. Which restart is best depends on the platform's
+# round-off (seed 8: the last in earlier environments, the second with
+# numpy 2.4.6 / scipy 1.17.1), so the test finds it rather than naming it.
+@pytest.mark.parametrize("random_state", [4, 8])
+def test_n_init_keeps_the_best_restart_and_runs_in_parallel(random_state, monkeypatch):
     X, y, _ = make_multi_index_regression(
         300, 6, link="product", noise=0.3, random_state=1
     )
@@ -157,7 +157,9 @@ def test_n_init_keeps_the_best_restart_and_runs_in_parallel(
     params = dict(hidden_layer_sizes=6, alpha=1e-2, n_components=2)
     singles = _restart_objectives(X, y, params, random_state, n_init=4)
     objectives = np.array([single.loss_ for single in singles])
-    assert np.argmin(objectives) == best
+    best = int(np.argmin(objectives))
+    # Keeping the first restart would not pass for these seeds.
+    assert best != 0
     others = np.delete(objectives, best)
     assert np.all(others > objectives[best] + 1e-5)  # distinct minima
     kept = _fit(
