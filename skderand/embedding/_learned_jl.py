@@ -1043,7 +1043,7 @@ class _Watch:
         self.best_z = None
         self.recheck = 0
 
-    def _distortion(self, z, M):
+    def _distortion(self, M):
         if self.read_log:
             low, high = self.objective.log_range
             if np.isfinite(high - low):
@@ -1060,7 +1060,7 @@ class _Watch:
         self.n_eval += 1
         rank = self.pairs.X.shape[1]
         M = z[: self.k * rank].reshape(self.k, rank)
-        d = self._distortion(z, M)
+        d = self._distortion(M)
         if d is None or not np.isfinite(d):
             return out
         if d <= self.eps and self.n_eval >= self.recheck:

@@ -574,7 +574,18 @@ class _PairObjective:
 
     def __call__(self, z):
         M, sigma = self.split(z)
-        Y = self.X @ M.T
+        value, grad_Y, d_sigma = self._at_points(self.X @ M.T, sigma)
+        grad_M = grad_Y.T @ self.X
+        if not self.derandomized:
+            return value, grad_M.ravel()
+        return value, np.append(grad_M.ravel(), d_sigma)
+
+    def _at_points(self, Y, sigma=0.0):
+        """Value, ``d f / d Y`` and ``d f / d sigma`` at the embedded points ``Y``.
+
+        ``Y`` holds the pairs' points (rows of ``self.X M^T``); the gradient in
+        ``M`` is ``(d f / d Y)^T self.X``.
+        """
         q, diff = self._sq_dists(Y)
         r = self._floored_ratios(q)
         if sigma == 0.0:
@@ -584,27 +595,21 @@ class _PairObjective:
             value, d_r, d_sigma = _surrogate(r, sigma, self.k, self.beta, self.penalty)
         # 2 d_r / d2, in place: d_r is a work array or a fresh one.
         c = np.multiply(d_r, 2.0, out=d_r)
-        grad_M = self._gradient(np.divide(c, self.d2, out=c), Y, diff).T @ self.X
-        if not self.derandomized:
-            return value, grad_M.ravel()
-        return value, np.append(grad_M.ravel(), d_sigma)
+        return value, self._gradient(np.divide(c, self.d2, out=c), Y, diff), d_sigma
 
     def embedded(self, Y):
         """Value and gradient of the direct surrogate in the embedded points.
 
         ``Y`` holds the embedded points of the pairs (rows of ``self.X M^T``);
         the gradient is ``d f / d Y``, so that :meth:`__call__`'s gradient in
-        ``M`` is its transpose times ``self.X``. The same operations as
-        :meth:`__call__` up to that product (the ``n x rank x k`` products that
-        dominate an evaluation when the data's rank is about ``n``).
+        ``M`` is its transpose times ``self.X``: the same operations without
+        that product and ``X M^T`` (the ``n x rank x k`` products that dominate
+        an evaluation when the data's rank is about ``n``).
         """
         if self.derandomized:
             raise NotImplementedError("embedded is for the direct map only.")
-        q, diff = self._sq_dists(Y)
-        r = self._floored_ratios(q)
-        value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer)
-        c = np.multiply(d_r, 2.0, out=d_r)
-        return value, self._gradient(np.divide(c, self.d2, out=c), Y, diff)
+        value, grad_Y, _ = self._at_points(Y)
+        return value, grad_Y
 
     def _floored_ratios(self, q):
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
