@@ -122,30 +122,36 @@ def test_direct_path_reports_zero_scale():
     assert jl.scale_ == 0.0
 
 
-def tried_dimensions(out):
-    """The dimension search's candidates and distortions, from its verbose output."""
-    return {
-        int(m.group(1)): float(m.group(2))
-        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
-    }
+def fit_search(X, eps, capsys, **params):
+    """Fit ``n_components="auto"`` verbosely and check what every search keeps.
 
-
-def test_auto_finds_a_small_dimension_reaching_eps(capsys):
-    X = make_data("low_rank", 0)[:50, :30]
-    eps = 0.2
-    jl = LearnedJLTransformer(eps=eps, random_state=0, verbose=1).fit(X)
+    Returns the fit, its verbose output and the candidates tried (dimension ->
+    distortion as the search fitted it).
+    """
+    jl = LearnedJLTransformer(eps=eps, random_state=0, verbose=1, **params).fit(X)
     out = capsys.readouterr().out
-    k = jl.n_components_
     assert jl.distortion_ <= eps
     # The reported distortion is the exact one of the returned map.
     assert jl.distortion_ == pytest.approx(
         scale_free_distortion(X, jl.transform(X)), rel=1e-9
     )
+    # One dimension less failed as the search fitted it.
+    tried = {
+        int(m.group(1)): float(m.group(2))
+        for m in re.finditer(r"n_components=(\d+): distortion ([\d.]+)", out)
+    }
+    k = jl.n_components_
+    assert k - 1 in tried and tried[k - 1] > eps
+    return jl, out, tried
+
+
+def test_auto_finds_a_small_dimension_reaching_eps(capsys):
+    X = make_data("low_rank", 0)[:50, :30]
+    eps = 0.2
+    jl, out, tried = fit_search(X, eps, capsys)
+    k = jl.n_components_
     # The JL bound is loose here: it asks for more than the input dimension.
     assert k < min(johnson_lindenstrauss_min_dim(X.shape[0], eps=eps), X.shape[1])
-    # One dimension less failed as the search fitted it.
-    tried = tried_dimensions(out)
-    assert k - 1 in tried and tried[k - 1] > eps
     assert all(d > eps for j, d in tried.items() if j < k)
     # Every pair is in the objective: candidates were decided during their
     # stages, and only the returned one was certified and polished.
@@ -163,15 +169,8 @@ def test_auto_decides_all_pair_candidates_during_their_stages(capsys):
     # log-ratios the search reads after every evaluation.
     X = make_data("gaussian", 0)[:150, :40]
     eps = 0.3
-    jl = LearnedJLTransformer(eps=eps, random_state=0, verbose=1).fit(X)
-    out = capsys.readouterr().out
+    jl, out, tried = fit_search(X, eps, capsys)
     k = jl.n_components_
-    assert jl.distortion_ <= eps
-    assert jl.distortion_ == pytest.approx(
-        scale_free_distortion(X, jl.transform(X)), rel=1e-9
-    )
-    tried = tried_dimensions(out)
-    assert tried[k - 1] > eps
     # Both rules fired: a candidate succeeded at the first map reaching eps
     # (the returned one, completed afterwards to a lower distortion), and one
     # failed when its final stage stalled above 1.02 eps.
@@ -188,18 +187,10 @@ def test_auto_decides_active_set_candidates_at_their_stage_ends(capsys):
     # optimize an active set, and are decided where a stage ends.
     X = make_data("low_rank", 0)[:, :30]
     eps = 0.25
-    jl = LearnedJLTransformer(eps=eps, working_set=300, random_state=0, verbose=1)
-    jl.fit(X)
-    out = capsys.readouterr().out
+    jl, out, tried = fit_search(X, eps, capsys, working_set=300)
     k = jl.n_components_
     assert k < 8
     assert re.search(rf"k={k} stage 1/4 .*\(reached eps at the end of the stage\)", out)
-    assert jl.distortion_ <= eps
-    assert jl.distortion_ == pytest.approx(
-        scale_free_distortion(X, jl.transform(X)), rel=1e-9
-    )
-    tried = tried_dimensions(out)
-    assert tried[k - 1] > eps
     # Completed through the later stages, certificate and polish: lower still.
     assert jl.distortion_ <= tried[k]
     assert out.count("certificate: distortion") == 1
