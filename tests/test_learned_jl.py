@@ -15,7 +15,7 @@ from sklearn.random_projection import (
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active, _pairs
+from skderand.embedding import _active, _learned_jl, _pairs
 from skderand.embedding._learned_jl import _growth_exponent, _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -571,6 +571,7 @@ def test_deterministic_for_a_seed_and_input_not_modified():
         ({"softmax_sharpness": -1.0}, "softmax_sharpness"),
         ({"curvature_tol": -1.0}, "curvature_tol"),
         ({"working_set": 2}, "working_set"),
+        ({"working_set": "all"}, "working_set"),
     ],
 )
 def test_bad_parameters_raise(params, match):
@@ -604,6 +605,31 @@ def test_active_set_path_large_n(monkeypatch):
     )
     assert jl.distortion_ < jl.initial_distortion_
     assert jl.distortion_ < MARGIN * best_baseline(X, 10)
+
+
+def test_auto_working_set_is_the_larger_of_its_floor_and_the_points(monkeypatch):
+    # working_set="auto" is max(WORKING_SET, n_samples): with the floor patched
+    # below the 150 points it is 150, above them the floor.
+    monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
+    X = make_data("digits", 1)
+    assert X.shape[0] == 150
+
+    def components(working_set):
+        return (
+            LearnedJLTransformer(
+                5, working_set=working_set, n_stages=2, max_iter=60, random_state=0
+            )
+            .fit(X)
+            .components_
+        )
+
+    monkeypatch.setattr(_learned_jl, "WORKING_SET", 100)
+    auto = components("auto")
+    np.testing.assert_array_equal(auto, components(150))
+    # The size matters on this data, so the equality above is not vacuous.
+    assert not np.array_equal(auto, components(100))
+    monkeypatch.setattr(_learned_jl, "WORKING_SET", 400)
+    np.testing.assert_array_equal(components("auto"), components(400))
 
 
 def test_verbose_reports_every_stage_and_the_polish(capsys):
