@@ -16,7 +16,7 @@ Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pair
 import time
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -26,6 +26,7 @@ from skderand.embedding._pairs import (
     exact_sq_dists,
 )
 from skderand.optimize import minimize_sosp, sosp_certificate
+from skderand.optimize._certificate import _lanczos_smallest
 from skderand.optimize._lbfgs import minimize_lbfgs
 
 # Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
@@ -105,6 +106,7 @@ class _ActivePairs:
         self._embedded = None
         self._gather = None
         self._key = None
+        self._gram = None
         self.scale = _whitening_scale(X)
         # Data whose span has as many dimensions as centred points can have
         # (n - 1): the active-set rounds optimize the embedded points (see
@@ -325,6 +327,16 @@ class _ActivePairs:
         Y = self.X @ M.T
         self._embedded = (M.copy(), Y)
         return Y
+
+    def gram(self):
+        """``X X^T``, kept: the embedded certificate and polish work with it.
+
+        On spans of ``n - 1`` dimensions it maps the embedded points' gradient
+        to the map's (``X (G^T X)^T = K G``) with one ``n x n x k`` product.
+        """
+        if self._gram is None:
+            self._gram = self.X @ self.X.T
+        return self._gram
 
     def _active_key(self):
         """``rows * n + cols`` of the active set (sorted, see :meth:`_set`)."""
@@ -702,15 +714,25 @@ def certify_stage(
     hessp = None if objective.derandomized else objective.hessp
 
     def certified_where_it_stands():
-        certificate = sosp_certificate(
-            objective,
-            z,
-            hessp=hessp,
-            tol=tol,
-            curvature_tol=curvature_tol,
-            max_lanczos_iter=LANCZOS_ITER,
-            random_state=rng,
-        )
+        if (
+            pairs.embedded
+            and not pairs.complete
+            and not objective.derandomized
+            and objective.used.size == pairs.n
+        ):
+            certificate = _embedded_certificate(
+                pairs, objective, z, k, tol=tol, curvature_tol=curvature_tol, rng=rng
+            )
+        else:
+            certificate = sosp_certificate(
+                objective,
+                z,
+                hessp=hessp,
+                tol=tol,
+                curvature_tol=curvature_tol,
+                max_lanczos_iter=LANCZOS_ITER,
+                random_state=rng,
+            )
         pairs.stats["certify_s"] += time.perf_counter() - start
         return z, 0, certificate
 
@@ -736,6 +758,79 @@ def certify_stage(
         pairs.stats["certify_s"] += time.perf_counter() - start
         return res.x, res.n_iter, res
     return certified_where_it_stands()
+
+
+# Lanczos' stopping tolerance (sosp_certificate's default).
+LANCZOS_RTOL = 1e-6
+
+
+def _embedded_certificate(pairs, objective, z, k, *, tol, curvature_tol, rng):
+    """The certificate of ``sosp_certificate`` at ``z``, Lanczos on embedded points.
+
+    For active pairs that touch every point of a span of ``n - 1``
+    dimensions (see :meth:`_ActivePairs._embedded_lbfgs`), ``A: V -> X V^T``
+    maps the map's directions one to one onto the centred ``n x k`` arrays,
+    and ``<A U, A V> = tr(U X^T K^+ X V^T) = <U, V>`` for ``K = X X^T``
+    (``X^T K^+ X = I`` as ``X`` has full column rank): ``A`` is an isometry
+    onto the centred arrays with the inner product ``<P, Q> = tr(P^T K^+ Q)``.
+    The map's Hessian is ``H_M = A^T H_Y A`` with ``H_Y`` the embedded
+    points' (see :meth:`_PairObjective.embedded_hessp`), so ``A H_M = K H_Y
+    A``: ``T = K H_Y`` is ``H_M`` in these coordinates, self-adjoint in that
+    inner product, and Lanczos on ``T`` from ``A v0`` is Lanczos on ``H_M``
+    from ``v0`` (the same tridiagonal matrix, hence the same Ritz values, up
+    to round-off), from the same random ``v0``. A step costs one ``n x n x
+    k`` product (``K`` times a dual vector, the centred ``H_Y q``) instead of
+    the map's two ``n x rank x k`` ones. The gradient norm is the map's, as
+    ``sosp_certificate`` computes it; the smallest Ritz value is a Rayleigh
+    quotient of ``H_M`` (at ``A^-1`` of the Ritz vector), an upper bound on
+    its smallest eigenvalue as in map coordinates. The eigenvector is
+    returned in map coordinates.
+    """
+    X = pairs.X
+    n, rank = X.shape
+    value, grad = objective(z)
+    grad_norm = float(np.linalg.norm(grad))
+    Y = X @ z.reshape(k, rank).T
+    K = pairs.gram()
+    # sosp_certificate's start, drawn the same way, and its image: A v0 and
+    # its dual K^+ A v0 = X diag(1 / e) v0^T (K X diag(1 / e) = X).
+    V0 = rng.standard_normal(z.size).reshape(k, rank)
+    start = ((X @ V0.T).ravel(), (X @ (V0 / pairs.col_sq).T).ravel())
+
+    def dual_product(q):
+        # K^+ T q = K^+ K H_Y q: H_Y q centred (the range of K).
+        h = objective.embedded_hessp(Y, q.reshape(n, k))
+        h -= h.mean(axis=0)
+        return h.ravel()
+
+    def primal(p):
+        return (K @ p.reshape(n, k)).ravel()
+
+    eig, vector, n_lanczos, residual = _lanczos_smallest(
+        dual_product,
+        z.size,
+        rng,
+        max_iter=LANCZOS_ITER,
+        rtol=LANCZOS_RTOL,
+        start=start,
+        primal=primal,
+    )
+    vector = ((X.T @ vector.reshape(n, k)) / pairs.col_sq[:, None]).T.ravel()
+    return OptimizeResult(
+        x=z,
+        fun=value,
+        jac=grad,
+        grad_norm=grad_norm,
+        min_hessian_eig=eig,
+        min_hessian_eigvec=vector,
+        lanczos_iter=n_lanczos,
+        lanczos_residual=residual,
+        tol=tol,
+        curvature_tol=curvature_tol,
+        success=bool(grad_norm <= tol and eig >= -curvature_tol),
+        nfev=1,
+        nhev=n_lanczos,
+    )
 
 
 # The stages' L-BFGS runs in whitened coordinates when the variances of the

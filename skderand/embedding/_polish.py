@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
+from skderand.embedding._pairs import difference_matrix
 
 # Pairs per side in each step's model to start with: enough for the minimax's
 # active pairs on the benchmark sets at the smoothed stages' end (a few dozen
@@ -164,6 +165,8 @@ class _ActiveLogRatios:
         n_used = used.size
         self.gram = n_used <= GRAM_MAX_SAMPLES and 4 * rows.size >= n_used**2
         self.flat = self.ri * n_used + self.ci
+        if not self.gram:
+            self.B = difference_matrix(self.ri, self.ci, n_used)
 
     def __call__(self, W):
         Y = self.X @ W.T
@@ -172,21 +175,99 @@ class _ActiveLogRatios:
             gram = (Y @ Y.T).ravel()
             q = sq[self.ri] + sq[self.ci] - 2.0 * gram[self.flat]
         else:
-            diff = Y[self.ri] - Y[self.ci]
+            diff = self.B @ Y
             q = np.einsum("ij,ij->i", diff, diff)
         return np.log(np.maximum(q, 1e-300)) - self.log_d2
 
 
-def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS):
+class _MapSteps:
+    """The polish's points as maps ``W``: pairs' differences ``d_p`` from ``X``."""
+
+    def __init__(self, X, rows, cols, d2, W):
+        self.X = X
+        self.logratio = _ActiveLogRatios(X, rows, cols, d2)
+        self.start = W
+        self._D = None
+
+    def log_ratios(self, W):
+        return self.logratio(W)
+
+    def selected(self, W, a, b):
+        """``W d_p`` and the Gram matrix ``d_p . d_q`` of the pairs ``(a, b)``."""
+        D = self.X[a] - self.X[b]
+        self._D = D
+        return D @ W.T, D @ D.T
+
+    def step(self, W, C):
+        """``W + sum_p c_p d_p^T`` for the rows ``c_p`` of ``C`` (last pairs)."""
+        return W + C.T @ self._D
+
+    def map(self, W):
+        return W
+
+
+class _EmbeddedSteps:
+    """The polish's points as embedded points ``Y = X W^T`` of all ``n`` points.
+
+    For coordinates ``X`` with orthogonal columns (``X^T X = diag(e)``, see
+    ``_Span``) the map is ``W^T = diag(1 / e) X^T Y``, recovered once at the
+    end. A step ``W + sum_p c_p d_p^T`` moves ``Y`` by ``sum_p (X d_p) c_p^T``,
+    and ``X d_p = K[:, i] - K[:, j]`` and ``d_p . d_q`` come from the Gram
+    matrix ``K = X X^T``: per trial step ``O(n m k)`` for the ``m`` pairs of
+    the model instead of the ``n x rank x k`` product ``X W^T`` and the
+    ``m x rank`` differences of the map's form (the sparse text-like set:
+    rank 1,499 for 1,500 points).
+    """
+
+    def __init__(self, X, rows, cols, d2, W, gram, col_sq):
+        self.X = X
+        self.B = difference_matrix(rows, cols, X.shape[0])
+        self.log_d2 = np.log(d2)
+        self.K = gram
+        self.col_sq = col_sq
+        self.start = X @ W.T
+        self._G = None
+
+    def log_ratios(self, Y):
+        diff = self.B @ Y
+        q = np.einsum("ij,ij->i", diff, diff)
+        return np.log(np.maximum(q, 1e-300)) - self.log_d2
+
+    def selected(self, Y, a, b):
+        # Rows p of G are (X d_p)^T; their columns a, b give d_q . d_p.
+        G = self.K[a] - self.K[b]
+        self._G = G
+        DD = G[:, a] - G[:, b]
+        # Symmetric as the map's D D^T (round-off differs with the order).
+        DD += DD.T
+        DD *= 0.5
+        return Y[a] - Y[b], DD
+
+    def step(self, Y, C):
+        return Y + self._G.T @ C
+
+    def map(self, Y):
+        return ((self.X.T @ Y) / self.col_sq[:, None]).T
+
+
+def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
     """Prox-linear steps on the minimax of the active pairs' log-ratios.
 
     Returns the new map (scaled so that its extreme log-ratios are symmetric
     about 0 on these pairs), the number of steps taken and whether the model
     predicted no further decrease (first-order stationarity).
+
+    With ``embedded = (K, e)`` (``K = X X^T``, ``e`` the squared norms of the
+    orthogonal columns of ``X``) the steps move the embedded points instead of
+    the map (see :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
     """
-    k, rank = W.shape
-    logratio = _ActiveLogRatios(X, rows, cols, d2)
-    l = logratio(W)
+    if embedded is None:
+        space = _MapSteps(X, rows, cols, d2, W)
+    else:
+        space = _EmbeddedSteps(X, rows, cols, d2, W, *embedded)
+    # The current point: the map, or its embedded points.
+    P = space.start
+    l = space.log_ratios(P)
     F = l.max() - l.min()
     # With |g_p| about 2 / sqrt(r_p) and ratios near 1, rho = 1e-2 |W| moves the
     # map by about 1 % to start with.
@@ -205,12 +286,11 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS):
         order = np.argpartition(l, (m_lo - 1, l.size - m_hi))
         low, high = order[:m_lo], order[l.size - m_hi :]
         sel = np.concatenate([high, low])
-        D = X[rows[sel]] - X[cols[sel]]
-        Y = D @ W.T
+        Y, DD = space.selected(P, rows[sel], cols[sel])
         y2 = np.einsum("ij,ij->i", Y, Y)
         sign = np.concatenate([np.ones(m_hi), -np.ones(m_lo)])
         # Gram matrix of s_p g_p: 4 s_p s_q (y_p . y_q)(d_p . d_q) / (y2_p y2_q).
-        Q = 4.0 * (Y @ Y.T) * (D @ D.T) / np.outer(y2, y2)
+        Q = 4.0 * (Y @ Y.T) * DD / np.outer(y2, y2)
         Q *= np.outer(sign, sign)
         c = sign * l[sel]
         if u is None or u.size != sel.size:
@@ -236,14 +316,14 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS):
             rho *= 4.0
             continue
         coef = -rho * 2.0 * sign * u / y2
-        trial = W + (coef[:, None] * Y).T @ D
-        l_trial = logratio(trial)
+        trial = space.step(P, coef[:, None] * Y)
+        l_trial = space.log_ratios(trial)
         F_trial = l_trial.max() - l_trial.min()
         if F - F_trial >= ACCEPT * predicted:
             if F - F_trial > 0.75 * predicted:
                 rho *= 2.0
             # Keep the ratios centred at 1 (the minimax is scale-invariant).
-            W = trial * np.exp(-0.25 * (l_trial.max() + l_trial.min()))
+            P = trial * np.exp(-0.25 * (l_trial.max() + l_trial.min()))
             l = l_trial - 0.5 * (l_trial.max() + l_trial.min())
             F = F_trial
         else:
@@ -273,7 +353,7 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS):
             and history[-1 - STALL_STEPS] - F < STALL_DECREASE
         ):
             break
-    return W, n_steps, stationary
+    return space.map(P), n_steps, stationary
 
 
 def polish_minimax(pairs, W, *, verbose=0):
@@ -289,9 +369,13 @@ def polish_minimax(pairs, W, *, verbose=0):
     best_W, best = W, _scale_free(r_min, r_max)
     W = W / np.sqrt((r_min + r_max) / 2.0)
     total = 0
+    # Active-set fits on spans of n - 1 dimensions (see _EmbeddedSteps).
+    embedded = None
+    if pairs.embedded and not pairs.complete:
+        embedded = (pairs.gram(), pairs.col_sq)
     for round_ in range(POLISH_ROUNDS):
         W, n_steps, stationary = prox_linear_steps(
-            pairs.X, pairs.rows, pairs.cols, pairs.d2, W
+            pairs.X, pairs.rows, pairs.cols, pairs.d2, W, embedded=embedded
         )
         total += n_steps
         r_min, r_max = pairs.extremes(W)
