@@ -24,6 +24,7 @@ from skderand.embedding._pairs import (
 )
 from skderand.embedding._polish import prox_linear_steps
 from skderand.optimize import sosp_certificate
+from skderand.optimize._certificate import _orthogonalized
 
 
 def _coords(n, d, seed=0):
@@ -221,3 +222,32 @@ def test_embedded_polish_takes_the_map_polish_steps(monkeypatch):
     assert n_emb == n_map == 8
     assert not np.allclose(W_map, W, rtol=1e-3)
     np.testing.assert_allclose(W_emb, W_map, rtol=1e-9, atol=1e-9 * abs(W_map).max())
+
+
+def test_lanczos_second_pass_runs_where_the_first_cancels():
+    # G = diag(g): a vector with a large component along an old basis vector
+    # (which the three-term step does not remove) loses most of its norm in
+    # the first pass; the second pass (DGKS) leaves it G-orthogonal to the
+    # basis to round-off, with its norm.
+    rng = np.random.default_rng(13)
+    g = rng.uniform(0.5, 2.0, 50)
+    Q = np.linalg.qr(rng.standard_normal((50, 4)) / np.sqrt(g)[:, None])[0]
+    # G-orthonormal basis (rows), from the Euclidean one of G^(1/2) Q.
+    basis = (Q / np.sqrt(g)[:, None]).T
+    duals = basis * g
+    alphas, betas = np.zeros(4), np.zeros(4)
+    r = rng.standard_normal(50)
+    dual = 1e4 * duals[0] + 1e-2 * r * g
+    products = []
+
+    def primal(p):
+        products.append(1)
+        return p / g
+
+    w, d, beta = _orthogonalized(dual, 3, alphas, betas, basis, duals, primal)
+    assert len(products) == 2
+    assert np.abs(basis @ d).max() <= 1e-14 * beta
+    # The part of 1e-2 r that is G-orthogonal to the basis, and its G-norm.
+    rest = 1e-2 * (r - basis.T @ (duals @ r))
+    np.testing.assert_allclose(w, rest, rtol=1e-9, atol=1e-9 * abs(rest).max())
+    assert beta == pytest.approx(np.sqrt(rest @ (rest * g)), rel=1e-9)
