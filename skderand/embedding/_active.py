@@ -329,10 +329,14 @@ class _ActivePairs:
         return Y
 
     def gram(self):
-        """``X X^T``, kept: the embedded certificate and polish work with it.
+        """``K = X X^T``, kept for the embedded certificate and polish.
 
-        On spans of ``n - 1`` dimensions it maps the embedded points' gradient
-        to the map's (``X (G^T X)^T = K G``) with one ``n x n x k`` product.
+        ``K P = X (X^T P)`` for an ``n x k`` array in one ``n x n x k``
+        product instead of two ``n x rank x k`` ones (see
+        :func:`_embedded_certificate`), and ``X d_p`` for a pair is the
+        difference of two of its columns (see ``_polish._EmbeddedSteps``).
+        Forming it costs about 0.07 s on the sparse text-like set (1,500
+        points).
         """
         if self._gram is None:
             self._gram = self.X @ self.X.T
@@ -805,7 +809,11 @@ def _embedded_certificate(pairs, objective, z, k, *, tol, curvature_tol, rng):
     ``sosp_certificate`` computes it; the smallest Ritz value is a Rayleigh
     quotient of ``H_M`` (at ``A^-1`` of the Ritz vector), an upper bound on
     its smallest eigenvalue as in map coordinates. The eigenvector is
-    returned in map coordinates.
+    returned in map coordinates. The sparse text-like set (k = 30, seed 0's
+    end point): the same smallest Ritz value as in map coordinates to 1e-14
+    relative; the fit's certificate 1.7-1.8 s -> 1.4-1.5 s (A/B under the
+    timing lock, two runs each; the rest is K's products, 100 Hessian
+    products on 35,000 pairs and the Lanczos basis).
     """
     X = pairs.X
     n, rank = X.shape

@@ -230,7 +230,8 @@ class _EmbeddedSteps:
     matrix ``K = X X^T``: per trial step ``O(n m k)`` for the ``m`` pairs of
     the model instead of the ``n x rank x k`` product ``X W^T`` and the
     ``m x rank`` differences of the map's form (the sparse text-like set:
-    rank 1,499 for 1,500 points).
+    rank 1,499 for 1,500 points; the fit's polish 1.0 -> 0.6-0.7 s, A/B
+    under the timing lock).
     """
 
     def __init__(self, X, rows, cols, d2, W, gram, col_sq):
