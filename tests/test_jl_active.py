@@ -19,8 +19,12 @@ from skderand.embedding._pairs import (
     _PairScanner,
     _Span,
     all_pairs,
+    difference_matrix,
     exact_sq_dists,
 )
+from skderand.embedding._polish import prox_linear_steps
+from skderand.optimize import sosp_certificate
+from skderand.optimize._certificate import _orthogonalized
 
 
 def _coords(n, d, seed=0):
@@ -129,3 +133,121 @@ def test_fit_on_the_embedded_path_is_measured_exactly(monkeypatch):
         (r.max() - r.min()) / (r.max() + r.min()), rel=1e-9
     )
     assert jl.distortion_ < 0.8 * jl.initial_distortion_
+
+
+def test_difference_matrix_is_the_subtraction_bit_for_bit():
+    # B @ Y sums 1 * y_i and -1 * y_j from 0: each term exact, so the product
+    # is the subtraction itself, for pairs in either order.
+    rng = np.random.default_rng(8)
+    Y = rng.standard_normal((40, 7))
+    for ri, ci in [_some_pairs(40, 200, seed=9), _some_pairs(40, 200, seed=9)[::-1]]:
+        B = difference_matrix(ri, ci, 40)
+        assert np.array_equal(B @ Y, Y[ri] - Y[ci])
+
+
+def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0):
+    # Active pairs on every point of a span of n - 1 dimensions, not all pairs.
+    monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
+    monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
+    X = _coords(n, d)
+    pairs = _ActivePairs(X, working_set=8)
+    pairs.reset(k)
+    rows, cols = _some_pairs(n, 4 * n, seed=10)
+    pairs._set(rows, cols)
+    assert pairs.embedded and not pairs.complete
+    obj = pairs.objective(k, beta, derandomized=False, penalty=0.0)
+    assert obj.used.size == n
+    z = np.random.default_rng(11).standard_normal(k * X.shape[1])
+    return pairs, obj, z
+
+
+def test_embedded_hessp_is_the_map_hessp(monkeypatch):
+    pairs, obj, z = _embedded_pairs(monkeypatch)
+    X, k = pairs.X, obj.k
+    v = np.random.default_rng(12).standard_normal(z.size)
+    Y, V = X @ z.reshape(k, -1).T, X @ v.reshape(k, -1).T
+    expected = obj.hessp(z, v)
+    np.testing.assert_allclose(
+        (obj.embedded_hessp(Y, V).T @ X).ravel(),
+        expected,
+        rtol=1e-12,
+        atol=1e-12 * abs(expected).max(),
+    )
+
+
+@pytest.mark.parametrize("n_lanczos", [5, 100])
+def test_embedded_certificate_is_the_map_certificate(monkeypatch, n_lanczos):
+    # Lanczos on K H_Y in the K^+ inner product from A v0 is Lanczos on the
+    # map's Hessian from v0: the same Ritz value after 5 steps, and with 100
+    # steps (more than the 87 variables) the exact smallest eigenvalue of the
+    # Hessian assembled from map-coordinate products; the same gradient norm.
+    pairs, obj, z = _embedded_pairs(monkeypatch)
+    monkeypatch.setattr(_active, "LANCZOS_ITER", n_lanczos)
+    cert = _active._embedded_certificate(
+        pairs, obj, z, obj.k, tol=1e-2, curvature_tol=0.1, rng=np.random.RandomState(3)
+    )
+    ref = sosp_certificate(
+        obj,
+        z,
+        hessp=obj.hessp,
+        max_lanczos_iter=n_lanczos,
+        tol=1e-2,
+        curvature_tol=0.1,
+        random_state=np.random.RandomState(3),
+    )
+    assert cert.grad_norm == pytest.approx(ref.grad_norm, rel=1e-12)
+    assert cert.lanczos_iter == ref.lanczos_iter
+    scale = abs(ref.min_hessian_eig)
+    assert cert.min_hessian_eig == pytest.approx(ref.min_hessian_eig, abs=1e-9 * scale)
+    # The Ritz vector, in map coordinates, has that Rayleigh quotient.
+    v = cert.min_hessian_eigvec
+    assert np.linalg.norm(v) == pytest.approx(1.0, rel=1e-9)
+    assert v @ obj.hessp(z, v) == pytest.approx(cert.min_hessian_eig, abs=1e-9 * scale)
+    if n_lanczos >= z.size:
+        H = np.column_stack([obj.hessp(z, e) for e in np.eye(z.size)])
+        exact = np.linalg.eigvalsh(0.5 * (H + H.T))[0]
+        assert cert.min_hessian_eig == pytest.approx(exact, abs=1e-9 * abs(exact))
+
+
+def test_embedded_polish_takes_the_map_polish_steps(monkeypatch):
+    # The prox-linear steps on the embedded points (Gram matrix K = X X^T)
+    # are the map's steps: the same number, the same map at the end.
+    pairs, obj, z = _embedded_pairs(monkeypatch)
+    W = z.reshape(obj.k, -1)
+    args = (pairs.X, pairs.rows, pairs.cols, pairs.d2, W)
+    W_map, n_map, _ = prox_linear_steps(*args, max_steps=8)
+    W_emb, n_emb, _ = prox_linear_steps(
+        *args, max_steps=8, embedded=(pairs.gram(), pairs.col_sq)
+    )
+    assert n_emb == n_map == 8
+    assert not np.allclose(W_map, W, rtol=1e-3)
+    np.testing.assert_allclose(W_emb, W_map, rtol=1e-9, atol=1e-9 * abs(W_map).max())
+
+
+def test_lanczos_second_pass_runs_where_the_first_cancels():
+    # G = diag(g): a vector with a large component along an old basis vector
+    # (which the three-term step does not remove) loses most of its norm in
+    # the first pass; the second pass (DGKS) leaves it G-orthogonal to the
+    # basis to round-off, with its norm.
+    rng = np.random.default_rng(13)
+    g = rng.uniform(0.5, 2.0, 50)
+    Q = np.linalg.qr(rng.standard_normal((50, 4)) / np.sqrt(g)[:, None])[0]
+    # G-orthonormal basis (rows), from the Euclidean one of G^(1/2) Q.
+    basis = (Q / np.sqrt(g)[:, None]).T
+    duals = basis * g
+    alphas, betas = np.zeros(4), np.zeros(4)
+    r = rng.standard_normal(50)
+    dual = 1e4 * duals[0] + 1e-2 * r * g
+    products = []
+
+    def primal(p):
+        products.append(1)
+        return p / g
+
+    w, d, beta = _orthogonalized(dual, 3, alphas, betas, basis, duals, primal)
+    assert len(products) == 2
+    assert np.abs(basis @ d).max() <= 1e-14 * beta
+    # The part of 1e-2 r that is G-orthogonal to the basis, and its G-norm.
+    rest = 1e-2 * (r - basis.T @ (duals @ r))
+    np.testing.assert_allclose(w, rest, rtol=1e-9, atol=1e-9 * abs(rest).max())
+    assert beta == pytest.approx(np.sqrt(rest @ (rest * g)), rel=1e-9)

