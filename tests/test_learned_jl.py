@@ -375,6 +375,37 @@ def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
         np.testing.assert_array_equal(obj.hessp(z, v), hv)
 
 
+@pytest.mark.parametrize("beta", [15.0, 60.0])
+def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta):
+    # The low-sharpness active-set rounds evaluate the pair terms in float32
+    # (_PairObjective.single): value and gradient are those of the float64
+    # evaluation (checked against finite differences above) up to float32
+    # round-off amplified by the sharpness, far below what the rounds resolve;
+    # a collapsed pair stays finite. The float64 evaluation is left as it was.
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((60, 8))
+    X -= X.mean(0)
+    rows, cols, d2 = all_pairs(X)
+    exact = _PairObjective(X, rows, cols, d2, 3, derandomized=False, penalty=0.1)
+    single = _PairObjective(X, rows, cols, d2, 3, derandomized=False, penalty=0.1)
+    exact.beta = single.beta = beta
+    single.single()
+    for z in 0.5 * rng.standard_normal((3, 24)):
+        value, grad = exact(z)
+        value32, grad32 = single(z)
+        assert abs(value32 - value) <= 1e-5 * abs(value)
+        assert np.linalg.norm(grad32 - grad) <= 1e-4 * np.linalg.norm(grad)
+        assert grad32.dtype == np.float64
+        assert exact(z)[0] == value
+    # Two coincident embedded points (a map whose rows annihilate one pair's
+    # difference): the float32 floor keeps the value and gradient finite.
+    d = X[rows[0]] - X[cols[0]]
+    M = rng.standard_normal((3, 8))
+    M -= np.outer(M @ d, d) / (d @ d)
+    value32, grad32 = single(M.ravel())
+    assert np.isfinite(value32) and np.all(np.isfinite(grad32))
+
+
 def test_weighted_transpose_product_is_exactly_the_weighted_sum():
     # The pair Laplacian puts the weights into B^T's entries: (+-w) * d equals
     # (+-1) * (w * d) exactly, so the product is B^T (w * (B Y)) to the bit,

@@ -51,6 +51,32 @@ ROUND_ITER = 40
 PASS_COST = 0.05
 LONGEST_ROUND_FRACTION = 4
 BAND_FRACTION = 0.25
+# A round after the first SATURATED_FROM_ROUND of its stage runs at most
+# SATURATED_ROUND_ITER iterations when the pass before it added at least
+# SATURATED_SHARE of the 2 * (working_set // 4) pairs a round may add: the set
+# is saturated, pairs outside keep overtaking its extremes, and longer rounds
+# only fit the set (digits k = 20, sharpness 15.6: 2,000 new pairs every round,
+# the all-pairs distortion going 0.60, 0.65, 0.68, 0.59, ...). Digits k = 20,
+# seeds 0-7: 1,515 -> 1,387 iterations on average, distortion 0.27392 ->
+# 0.27349 on average (round-off noise of one seed: +-0.001); breast_cancer k = 8
+# unchanged (its first rounds only are saturated); k = 10 / 40 within noise.
+# The first rounds keep their length: shortened from the first round on (at
+# 1,000 new pairs), breast_cancer k = 8 seed 0 went 0.415 -> 0.441, digits k = 10
+# seed 2 0.649 -> 0.670, k = 40 seed 0 0.0515 -> 0.0528 (digits k = 20: 1,185
+# iterations on average, 0.27363).
+SATURATED_FROM_ROUND = 3
+SATURATED_SHARE = 0.9
+SATURATED_ROUND_ITER = 20
+# Active-set rounds of a sharpness below this evaluate the surrogate's pair
+# terms in float32 (see _PairObjective.single): the default stages 15.6 and
+# 62.5, about 60 % of the pair evaluations of digits k = 20. An evaluation on
+# 15,000 / 25,000 / 32,000 pairs, k = 20: 0.82 / 1.19 / 1.44 -> 0.65 / 0.89 /
+# 1.06 ms (k = 40, 32,000 pairs: 2.58 -> 1.69 ms; k = 10: 1.04 -> 0.90 ms),
+# alone. Digits k = 20 seeds 0-7 distortion 0.27392 -> 0.27356 on average. Not
+# in the later stages: float32 rounds at sharpness 250 and 1000 kept the final
+# stage from converging (digits k = 20: its full 400 iterations on 5 of 8
+# seeds, against 3 of 8 in float64).
+FLOAT32_MAX_SHARPNESS = 100.0
 # Every pair is active below this many pairs per variable (see reset).
 COMPLETE_PER_VARIABLE = 20
 # With every pair active and at most this many points, the surrogate goes through
@@ -73,6 +99,14 @@ LEAN_MIN_PAIRS = 10_000
 # for any other pair to overtake them (see _ActivePairs.band). SCAN_SLACK covers
 # the round-off of the pass's Gram-form (and float32) ratios.
 CANDIDATES = 10_000
+# ... and at most one in CANDIDATE_SHARE of all pairs (never fewer than a
+# round adds): their exact distances and ratios, and the pass's pools, cost
+# about as much as half a pass where passes are cheap. Digits (1.6 M pairs,
+# 4,000 candidates per side instead of 10,000): passes and candidates 0.69-0.73
+# -> 0.53-0.59 s of a k = 20 fit, alone; the fits themselves unchanged
+# (distortion, iterations and passes of digits k = 10 / 20 / 40 and
+# breast_cancer k = 8, seeds 0-2). Tens of thousands of points keep 10,000.
+CANDIDATE_SHARE = 400
 # Pairs times dimensions up to which _exact_ratios gathers into kept work arrays
 # (two of 16 MB at most).
 RATIO_BUFFER_ELEMENTS = 1 << 21
@@ -212,7 +246,7 @@ class _ActivePairs:
         Returns the candidates' exact ratios at ``M`` (in their stored order),
         which :meth:`band` would otherwise measure again at once.
         """
-        n_cand = max(CANDIDATES, 2 * n_side)
+        n_cand = max(min(CANDIDATES, self.n_pairs // CANDIDATE_SHARE), 2 * n_side)
         _, _, low, high = self.scan(M, n_cand, band, range_fraction=CANDIDATE_FRACTION)
         # A pair in both sides is harmless (the extremes are a min and a max).
         rows = np.concatenate([low[0], high[0]])
@@ -447,6 +481,9 @@ class _ActivePairs:
         )
         total = 0
         converged = False
+        # Rounds of low sharpness evaluate the surrogate in float32 (see
+        # FLOAT32_MAX_SHARPNESS).
+        single = beta < FLOAT32_MAX_SHARPNESS and not derandomized and not self.embedded
         n_rounds, shortest = MAX_ROUNDS, ROUND_ITER
         if self.embedded and not derandomized:
             shortest = EMBEDDED_ROUND_ITER
@@ -468,14 +505,30 @@ class _ActivePairs:
                 # converged on the set: the stage is done.
                 if (inside and converged) or total >= max_iter:
                     break
+            before = self.rows.size
             self._add(low, high)
             round_iter = min(
                 max(shortest, int(PASS_COST * self.n_pairs / max(self.rows.size, 1))),
                 max(shortest, max_iter // LONGEST_ROUND_FRACTION),
             )
+            if (
+                round_ >= SATURATED_FROM_ROUND
+                and round_iter <= ROUND_ITER
+                and not derandomized
+                and self.rows.size - before >= SATURATED_SHARE * 2 * n_side
+            ):
+                # The set is not catching up with the pairs that overtake its
+                # extremes (see SATURATED_ROUND_ITER).
+                round_iter = min(round_iter, SATURATED_ROUND_ITER)
             budget = min(round_iter, max_iter - total)
+            objective = self.objective(k, beta, **kwargs)
+            if single and round_iter <= ROUND_ITER:
+                # Not in the long rounds of tens of thousands of points: there
+                # float32 moved the 20,000 x 100 row's path (seed 0: 0.457 ->
+                # 0.462).
+                objective.single()
             z, n_iter, converged = self._lbfgs(
-                self.objective(k, beta, **kwargs),
+                objective,
                 z,
                 tol,
                 budget,

@@ -538,6 +538,8 @@ class _PairObjective:
         self._hess_at = None
         # Work arrays reused by every evaluation (see _laplacian).
         self._buffers = {}
+        # The pair operators and distances in float32 (see single).
+        self._single = None
 
     def _buffer(self, name, shape, dtype=np.float64):
         """A work array kept between evaluations (see :meth:`_laplacian`)."""
@@ -545,6 +547,29 @@ class _PairObjective:
         if buffer is None or buffer.shape != shape:
             buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
         return buffer
+
+    def single(self):
+        """Evaluate the direct surrogate's pair terms in float32 from now on.
+
+        The pairs' differences, squared distances, log-ratios, soft-max weights
+        and Laplacian product run in float32 (half the memory traffic, twice the
+        SIMD width of ``log`` and ``exp``); ``X M^T`` and the gradient's product
+        with ``X`` stay in float64. The log-ratios are then off by about
+        ``1e-7``, the value and gradient by about ``1e-7 beta`` relative: for
+        the active-set rounds of low sharpness only (see
+        ``skderand.embedding._active.FLOAT32_MAX_SHARPNESS``). Certificates,
+        Hessian-vector products and the derandomized surrogate stay float64.
+        """
+        self._single = (
+            self.B.astype(np.float32),
+            self.BT.astype(np.float32),
+            self.d2.astype(np.float32),
+        )
+        self._BT32_weighted = self._single[1].copy()
+
+    def _buffer32(self, name, shape, dtype=np.float32):
+        """Work arrays of the float32 evaluation (see :meth:`single`)."""
+        return self._buffer(name + "/32", shape, dtype)
 
     def split(self, z):
         kd = self.k * self.d
@@ -603,6 +628,8 @@ class _PairObjective:
         ``Y`` holds the pairs' points (rows of ``self.X M^T``); the gradient in
         ``M`` is ``(d f / d Y)^T self.X``.
         """
+        if self._single is not None and sigma == 0.0:
+            return self._at_points_single(Y)
         q, diff = self._sq_dists(Y)
         r = self._floored_ratios(q)
         if sigma == 0.0:
@@ -613,6 +640,24 @@ class _PairObjective:
         # 2 d_r / d2, in place: d_r is a work array or a fresh one.
         c = np.multiply(d_r, 2.0, out=d_r)
         return value, self._gradient(np.divide(c, self.d2, out=c), Y, diff), d_sigma
+
+    def _at_points_single(self, Y):
+        """:meth:`_at_points` of the direct map in float32 (see :meth:`single`)."""
+        B, BT, d2 = self._single
+        diff = B @ Y.astype(np.float32)
+        r = np.einsum("ij,ij->i", diff, diff)
+        np.maximum(r, 0.0, out=r)
+        r /= d2
+        # The float32 floor of a collapsed pair (1e-300 is 0 in float32).
+        np.maximum(r, np.finfo(np.float32).tiny, out=r)
+        value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer32)
+        c = np.multiply(d_r, 2.0, out=d_r)
+        np.divide(c, d2, out=c)
+        # As in _laplacian: the weights moved into B^T's entries.
+        weighted = self._BT32_weighted
+        np.take(c, self.BT.indices, out=weighted.data, mode="clip")
+        np.multiply(weighted.data, BT.data, out=weighted.data)
+        return float(value), weighted @ diff, 0.0
 
     def embedded(self, Y):
         """Value and gradient of the direct surrogate in the embedded points.
