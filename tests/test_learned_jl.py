@@ -491,6 +491,32 @@ def test_blocked_scan_matches_brute_force(monkeypatch):
             assert set(zip(*high, strict=True)) == expected_high
 
 
+def test_scan_pools_started_from_known_limits_are_the_same(monkeypatch):
+    # Limits with at least n_extreme pairs at or beyond them (here the exact
+    # 5th smallest and largest ratios, the tightest valid ones, widened by
+    # the float64 slack only) must give the same extremes and pools, in a
+    # float64 pass and in a float32 one (whose error bound the scan adds).
+    monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 50)
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((40, 7))
+    X -= X.mean(0)
+    Y = X @ rng.standard_normal((7, 3))
+    i, j = np.triu_indices(40, 1)
+    r = np.sort(np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1))
+    known = (r[4] * (1 + 1e-5), r[-5] * (1 - 1e-5))
+    plain, started = _PairScanner(X), _PairScanner(X)
+    for float32 in (False, True):
+        expected = plain.scan(Y, n_extreme=5)
+        got = started.scan(Y, n_extreme=5, known=known)
+        assert (started.error > 0) == float32
+        assert got[:2] == expected[:2]
+        for side in (2, 3):
+            assert set(zip(*got[side], strict=True)) == set(
+                zip(*expected[side], strict=True)
+            )
+            assert len(got[side][0]) == 5
+
+
 def test_float32_passes_stay_float64_near_duplicates():
     # Two points 1e-3 apart: the float32 round-off bound (through 1 / the
     # smallest distance) would swamp the spread of the ratios, so every pass

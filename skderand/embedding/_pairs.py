@@ -274,7 +274,7 @@ class _PairScanner:
         np.copyto(d2, np.nan, where=d2 <= self.threshold)
         return np.divide(1.0, d2, out=d2)
 
-    def scan(self, Y, n_extreme=0, band=np.inf, range_fraction=0.0):
+    def scan(self, Y, n_extreme=0, band=np.inf, range_fraction=0.0, known=None):
         """Ratios of all pairs under ``Y = X M^T``.
 
         Returns ``(r_min, r_max, low, high)``: the extreme ratios over all
@@ -292,6 +292,15 @@ class _PairScanner:
         every scanned ratio (``r_min``, ``r_max`` and the selection included)
         can lie from the exact one, for the caller to widen its margins by
         (0 for a float64 pass, whose round-off ``SCAN_SLACK`` covers).
+
+        ``known = (low, high)``, if given, are bounds such that at least
+        ``n_extreme`` pairs have ratios at most ``low`` and at least
+        ``n_extreme`` at least ``high``, with the float64 pass's round-off
+        included (for instance the last pass's candidates, re-measured at this
+        map). Then the ``n_extreme`` most extreme pairs lie within them, and the
+        pools start from them (widened by a float32 pass's error bound) instead
+        of taking every entry of the first blocks: the same pools, without
+        collecting and sorting out millions of entries per pass.
         """
         y_norms = np.einsum("ij,ij->i", Y, Y)
         k = Y.shape[1]
@@ -315,6 +324,14 @@ class _PairScanner:
         Y_m2 = -2.0 * Y
         m = max(n_extreme, 1)
         low, high = _MostExtreme(m, 1.0), _MostExtreme(m, -1.0)
+        if known is not None and n_extreme:
+            # A scanned ratio lies within this of the exact one (see the error
+            # bound below); a float64 pass's round-off is in `known` already.
+            lo, hi = known
+            if float32:
+                lo += FLOAT32_SAFETY * (q_error + 3.0 * unit * abs(lo))
+                hi -= FLOAT32_SAFETY * (q_error + 3.0 * unit * abs(hi))
+            low.limit, high.limit = lo, -hi
         max_inv = 0.0
         for index, (a, b) in enumerate(self.blocks):
             r = self._gram_block(Y, Y_m2, y_norms, a, b)
@@ -358,6 +375,8 @@ class _MostExtreme:
     A block's entries enter only if they beat the current ``m``-th (NaN never
     does); the pool is cut back to ``m`` when it doubles, so after the first
     blocks almost nothing enters and the cost is one comparison per entry.
+    ``limit`` may start below infinity when at least ``m`` keys are known to
+    lie at or below it (see :meth:`_PairScanner.scan`'s ``known``).
     """
 
     def __init__(self, m, sign):
