@@ -143,19 +143,18 @@ class LearnedJLTransformer(
         pairs that decide the extremes grow with the number of points (each
         point's nearest neighbours, for one), and a set too small for them is
         fitted by the solver while pairs outside it overtake the extremes. With
-        at most this many pairs, the objective
-        sees every pair. Beyond, it sees an *active set*: a fixed random sample
-        of ``working_set // 2`` pairs (the bulk of the ratios, which the soft-max
-        weighs at low sharpness) plus, each round, up to ``working_set // 4``
-        pairs per side whose ratios are near the current extremes. Between
-        rounds (40 solver iterations each; 20 from a stage's fourth round on
-        while the set stays saturated, i.e. a pass finds nearly that many new
-        pairs per side; longer, up to a quarter of ``max_iter``, when a pass
-        over all pairs costs far more than that, as for tens of thousands of
-        points) the exact extremes over *all*
-        pairs are found, and the pairs outside the set that overtake the set's
-        extremes join it; a stage ends when none does and the solver has
-        converged. The exact extremes come from a blocked pass over all pairs
+        at most this many pairs, the objective sees every pair. Beyond, it sees
+        an *active set*: a fixed random sample of ``working_set // 2`` pairs
+        (the bulk of the ratios, which the soft-max weighs at low sharpness)
+        plus, each round, up to ``working_set // 4`` pairs per side whose
+        ratios are near the current extremes. Between rounds (40 solver
+        iterations each; 20 from a stage's fourth round on while the set stays
+        saturated, i.e. a pass finds nearly that many new pairs per side;
+        longer, up to a quarter of ``max_iter``, when a pass over all pairs
+        costs far more than that, as for tens of thousands of points) the exact
+        extremes over *all* pairs are found, and the pairs outside the set that
+        overtake the set's extremes join it; a stage ends when none does and
+        the solver has converged. The exact extremes come from a blocked pass over all pairs
         (BLAS products of row blocks, memory of one block) that keeps candidate
         pairs near the extremes; until the map has moved enough for another
         pair to overtake them (a bound by the extreme eigenvalues of
