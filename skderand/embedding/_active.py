@@ -16,7 +16,7 @@ Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pair
 import time
 
 import numpy as np
-from scipy.optimize import OptimizeResult, minimize
+from scipy.optimize import minimize
 
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -26,7 +26,7 @@ from skderand.embedding._pairs import (
     exact_sq_dists,
 )
 from skderand.optimize import minimize_sosp, sosp_certificate
-from skderand.optimize._certificate import _lanczos_smallest
+from skderand.optimize._certificate import _lanczos_smallest, certificate_result
 from skderand.optimize._lbfgs import minimize_lbfgs
 
 # Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
@@ -891,7 +891,6 @@ def _embedded_certificate(pairs, objective, z, k, *, tol, curvature_tol, rng):
     X = pairs.X
     n, rank = X.shape
     value, grad = objective(z)
-    grad_norm = float(np.linalg.norm(grad))
     Y = X @ z.reshape(k, rank).T
     K = pairs.gram()
     # sosp_certificate's start, drawn the same way, and its image: A v0 and
@@ -918,21 +917,16 @@ def _embedded_certificate(pairs, objective, z, k, *, tol, curvature_tol, rng):
         primal=primal,
     )
     vector = ((X.T @ vector.reshape(n, k)) / pairs.col_sq[:, None]).T.ravel()
-    return OptimizeResult(
-        x=z,
-        fun=value,
-        jac=grad,
-        grad_norm=grad_norm,
-        min_hessian_eig=eig,
-        min_hessian_eigvec=vector,
-        lanczos_iter=n_lanczos,
-        lanczos_residual=residual,
+    certificate = certificate_result(
+        z,
+        value,
+        grad,
+        (eig, vector, n_lanczos, residual),
         tol=tol,
         curvature_tol=curvature_tol,
-        success=bool(grad_norm <= tol and eig >= -curvature_tol),
-        nfev=1,
-        nhev=n_lanczos,
     )
+    certificate.nfev, certificate.nhev = 1, n_lanczos
+    return certificate
 
 
 # The stages' L-BFGS runs in whitened coordinates when the variances of the

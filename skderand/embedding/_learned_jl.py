@@ -146,24 +146,24 @@ class LearnedJLTransformer(
         at most this many pairs, the objective sees every pair. Beyond, it sees
         an *active set*: a fixed random sample of ``working_set // 2`` pairs
         (the bulk of the ratios, which the soft-max weighs at low sharpness)
-        plus, each round, up to ``working_set // 4`` pairs per side whose
-        ratios are near the current extremes. Between rounds (40 solver
-        iterations each; 20 from a stage's fourth round on while the set stays
-        saturated, i.e. a pass finds nearly that many new pairs per side;
-        longer, up to a quarter of ``max_iter``, when a pass over all pairs
-        costs far more than that, as for tens of thousands of points) the exact
-        extremes over *all* pairs are found, and the pairs outside the set that
-        overtake the set's extremes join it; a stage ends when none does and
-        the solver has converged. The exact extremes come from a blocked pass over all pairs
+        plus, each round, up to ``working_set // 4`` pairs per side whose ratios
+        are near the current extremes. Between rounds (40 solver iterations
+        each; 20 from a stage's fourth round on while the set stays saturated,
+        i.e. a pass finds nearly that many new pairs per side; longer, up to a
+        quarter of ``max_iter``, when a pass over all pairs costs far more than
+        that, as for tens of thousands of points) the exact extremes over *all*
+        pairs are found, and the pairs outside the set that overtake the set's
+        extremes join it; a stage ends when none does and the solver has
+        converged. The exact extremes come from a blocked pass over all pairs
         (BLAS products of row blocks, memory of one block) that keeps candidate
-        pairs near the extremes; until the map has moved enough for another
-        pair to overtake them (a bound by the extreme eigenvalues of
-        ``M^T M - M_0^T M_0``), the candidates alone give the exact extremes
-        and no new pass is needed. The reciprocal squared distances of all
-        pairs are stored while they fit in 1 GiB (in float32 beyond 256 MiB,
-        about 8,000 points; recomputed block by block beyond about 23,000).
-        Once the smallest pair distance is known, passes run in float32 with a
-        rigorous round-off bound that widens the candidates' margins.
+        pairs near the extremes; until the map has moved enough for another pair
+        to overtake them (a bound by the extreme eigenvalues of
+        ``M^T M - M_0^T M_0``), the candidates alone give the exact extremes and
+        no new pass is needed. The reciprocal squared distances of all pairs are
+        stored while they fit in 1 GiB (in float32 beyond 256 MiB, about 8,000 points;
+        recomputed block by block beyond about 23,000). Once the smallest pair
+        distance is known, passes run in float32 with a rigorous round-off bound
+        that widens the candidates' margins.
     polish : bool, default=True
         After the final stage, minimize the true worst distortion (not its
         smoothing) on the active set by prox-linear steps: each step linearizes

@@ -204,6 +204,23 @@ def _certify(objective, x, *, tol, curvature_tol, rng, max_lanczos_iter, lanczos
         max_iter=max_lanczos_iter,
         rtol=lanczos_rtol,
     )
+    return certificate_result(
+        x,
+        value,
+        grad,
+        (eig, vec, n_lanczos, residual),
+        tol=tol,
+        curvature_tol=curvature_tol,
+    )
+
+
+def certificate_result(x, value, grad, lanczos, *, tol, curvature_tol):
+    """The certificate at ``x`` as an ``OptimizeResult``.
+
+    ``lanczos`` is what :func:`_lanczos_smallest` returns for the Hessian at
+    ``x``: ``(eigenvalue, eigenvector, n_iter, residual)``.
+    """
+    eig, vec, n_lanczos, residual = lanczos
     grad_norm = float(np.linalg.norm(grad))
     return OptimizeResult(
         x=x,
