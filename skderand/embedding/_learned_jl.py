@@ -928,10 +928,6 @@ class LearnedJLTransformer(
         return tags
 
 
-# The dimension search. A candidate whose first (bluntest) stage ends above
-# GIVE_UP_FACTOR * eps is declared failing: on the benchmark sets the final
-# distortion was never below 0.45 of the first stage's (digits: 0.275 after
-# 0.566), so 2.5 leaves a margin.
 # The active set of working_set="auto": max(WORKING_SET, n_samples) pairs. At
 # 4,000 on 20,000 clustered points (k = 20) every stage spent its 1,000
 # iterations while pairs outside the set overtook the extremes round after
@@ -940,6 +936,10 @@ class LearnedJLTransformer(
 # 0.2008 / 0.2006 / 0.2002 (unlocked runs, 57-67 s, load 1.3-2).
 WORKING_SET = 4000
 
+# The dimension search. A candidate whose first (bluntest) stage ends above
+# GIVE_UP_FACTOR * eps is declared failing: on the benchmark sets the final
+# distortion was never below 0.45 of the first stage's (digits: 0.275 after
+# 0.566), so 2.5 leaves a margin.
 GIVE_UP_FACTOR = 2.5
 # A later non-final stage gives up above eps * (1 + LATER_GIVE_UP * the stages
 # left after it). On the benchmark sets (Gaussian 300 x 1000 at k = 16 to 39,

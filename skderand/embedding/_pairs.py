@@ -501,6 +501,20 @@ def difference_matrix(ri, ci, n_points):
     )
 
 
+def _weighted_transpose_product(BT, weighted, w, diff):
+    """``B^T (w * diff)`` for the transposed difference operator ``BT``.
+
+    The weights go into ``weighted`` (a copy of ``BT``, overwritten) instead
+    of forming the ``(n_pairs, k)`` array ``w * diff``: each term ``(+-w_p) *
+    diff_p`` equals ``(+-1) * (w_p * diff_p)`` exactly (a sign change is exact
+    and rounding is symmetric) and the sums run in the same order, so the
+    product is bit-identical (digits k = 20: 1.1 -> 0.65 ms per product).
+    """
+    np.take(w, BT.indices, out=weighted.data, mode="clip")
+    np.multiply(weighted.data, BT.data, out=weighted.data)
+    return weighted @ diff
+
+
 class _PairObjective:
     """Smooth surrogate of the worst distortion of a list of pairs.
 
@@ -615,16 +629,7 @@ class _PairObjective:
         """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs."""
         if diff is None:
             diff = self.B @ Y
-        # B^T (w * diff) with the weights moved into B^T's entries: each term
-        # (+-w_p) * diff_p equals (+-1) * (w_p * diff_p) exactly (a sign
-        # change is exact and rounding is symmetric) and the sums run in the
-        # same order, so the product is bit-identical to B^T (w * diff), without
-        # forming the (n_pairs, k) array w * diff (digits k = 20: 1.1 -> 0.65
-        # ms per product).
-        BT = self._BT_weighted
-        np.take(w, self.BT.indices, out=BT.data, mode="clip")
-        np.multiply(BT.data, self.BT.data, out=BT.data)
-        return BT @ diff
+        return _weighted_transpose_product(self.BT, self._BT_weighted, w, diff)
 
     # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
     # for the pair weights c = 2 d f / d r / ||d||^2.
@@ -672,11 +677,8 @@ class _PairObjective:
         value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer32)
         c = np.multiply(d_r, 2.0, out=d_r)
         np.divide(c, d2, out=c)
-        # As in _laplacian: the weights moved into B^T's entries.
-        weighted = self._BT32_weighted
-        np.take(c, self.BT.indices, out=weighted.data, mode="clip")
-        np.multiply(weighted.data, BT.data, out=weighted.data)
-        return float(value), weighted @ diff, 0.0
+        grad_Y = _weighted_transpose_product(BT, self._BT32_weighted, c, diff)
+        return float(value), grad_Y, 0.0
 
     def embedded(self, Y):
         """Value and gradient of the direct surrogate in the embedded points.
