@@ -710,7 +710,7 @@ class _ActivePairs:
             callback=callback,
         )
         Y[used] = x.reshape(-1, k) * c
-        M = ((self.X.T @ Y) / self.col_sq[:, None]).T
+        M = map_of_points(self.X, self.col_sq, Y)
         # Y is X M^T up to round-off and a translation (the gradient's rows
         # sum to 0, so the solver keeps Y's column means): the pair
         # differences, all that the ratios see. Kept as the points of M, the
@@ -718,6 +718,16 @@ class _ActivePairs:
         # n x rank x k products per round (39 rounds on the sparse set).
         self._embedded = (M.copy(), Y)
         return M.ravel(), n_iter
+
+
+def map_of_points(X, col_sq, Y):
+    """The map ``M`` whose embedded points ``X M^T`` are the centred ``Y``.
+
+    For coordinates ``X`` with orthogonal columns of squared norms ``col_sq``
+    (``X^T X = diag(col_sq)``, see ``_Span``) and rank ``n - 1``:
+    ``M^T = diag(1 / col_sq) X^T Y``.
+    """
+    return ((X.T @ Y) / col_sq[:, None]).T
 
 
 # Spans of at least this many dimensions take new pairs' squared distances from
@@ -916,7 +926,7 @@ def _embedded_certificate(pairs, objective, z, k, *, tol, curvature_tol, rng):
         start=start,
         primal=primal,
     )
-    vector = ((X.T @ vector.reshape(n, k)) / pairs.col_sq[:, None]).T.ravel()
+    vector = map_of_points(X, pairs.col_sq, vector.reshape(n, k)).ravel()
     certificate = certificate_result(
         z,
         value,

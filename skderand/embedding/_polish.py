@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
+from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free, map_of_points
 from skderand.embedding._pairs import difference_matrix
 
 # Pairs per side in each step's model to start with: enough for the minimax's
@@ -262,7 +262,7 @@ class _EmbeddedSteps:
         return Y + self._G.T @ C
 
     def map(self, Y):
-        return ((self.X.T @ Y) / self.col_sq[:, None]).T
+        return map_of_points(self.X, self.col_sq, Y)
 
 
 def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
