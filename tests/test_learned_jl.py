@@ -456,15 +456,23 @@ def test_polish_dual_solves_the_two_simplex_quadratic(sizes):
         assert g[~support].max(initial=-np.inf) <= g[support].min() + 1e-6
 
 
-def test_blocked_scan_matches_brute_force(monkeypatch):
-    # Tiny blocks, so the scan crosses many block boundaries.
+def _scan_case(monkeypatch, seed):
+    """40 centred points, a map's image ``Y`` and every pair's ratio, by brute force.
+
+    Blocks are made tiny, so that a scan crosses many block boundaries.
+    """
     monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 50)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     X = rng.standard_normal((40, 7))
     X -= X.mean(0)
     Y = X @ rng.standard_normal((7, 3))
     i, j = np.triu_indices(40, 1)
     r = np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1)
+    return X, Y, i, j, r
+
+
+def test_blocked_scan_matches_brute_force(monkeypatch):
+    X, Y, i, j, r = _scan_case(monkeypatch, seed=0)
     order = np.argsort(r)
     expected_low = {(i[p], j[p]) for p in order[:5]}
     expected_high = {(i[p], j[p]) for p in order[-5:]}
@@ -494,13 +502,8 @@ def test_scan_pools_started_from_known_limits_are_the_same(monkeypatch):
     # 5th smallest and largest ratios, the tightest valid ones, widened by
     # the float64 slack only) must give the same extremes and pools, in a
     # float64 pass and in a float32 one (whose error bound the scan adds).
-    monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 50)
-    rng = np.random.default_rng(2)
-    X = rng.standard_normal((40, 7))
-    X -= X.mean(0)
-    Y = X @ rng.standard_normal((7, 3))
-    i, j = np.triu_indices(40, 1)
-    r = np.sort(np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1))
+    X, Y, _, _, r = _scan_case(monkeypatch, seed=2)
+    r = np.sort(r)
     known = (r[4] * (1 + 1e-5), r[-5] * (1 - 1e-5))
     plain, started = _PairScanner(X), _PairScanner(X)
     for float32 in (False, True):
