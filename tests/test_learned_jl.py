@@ -480,9 +480,9 @@ def test_blocked_scan_matches_brute_force(monkeypatch):
         monkeypatch.setattr(_pairs, "STORE_BYTES_64", 1 << 30 if store else 0)
         monkeypatch.setattr(_pairs, "STORE_BYTES_32", 1 << 30 if store else 0)
         scanner = _PairScanner(X)
-        # The first pass is float64, the second float32 (the smallest distance
-        # is known by then), with a round-off bound it must respect.
-        for rel, float32 in ((1e-10, False), (None, True)):
+        # Float32 once the smallest distance is known (at once when stored,
+        # else after a float64 pass), with a round-off bound it must respect.
+        for float32 in (store, True):
             r_min, r_max, low, high = scanner.scan(Y, n_extreme=5)
             assert (scanner.error > 0) == float32
             if float32:
@@ -491,8 +491,8 @@ def test_blocked_scan_matches_brute_force(monkeypatch):
                 # The bound is rigorous, not tight: the actual error is far below.
                 assert abs(r_min - r.min()) < 1e-5 * r.min()
             else:
-                assert r_min == pytest.approx(r.min(), rel=rel)
-                assert r_max == pytest.approx(r.max(), rel=rel)
+                assert r_min == pytest.approx(r.min(), rel=1e-10)
+                assert r_max == pytest.approx(r.max(), rel=1e-10)
             assert set(zip(*low, strict=True)) == expected_low
             assert set(zip(*high, strict=True)) == expected_high
 
@@ -503,6 +503,9 @@ def test_scan_pools_started_from_known_limits_are_the_same(monkeypatch):
     # the float64 slack only) must give the same extremes and pools, in a
     # float64 pass and in a float32 one (whose error bound the scan adds).
     X, Y, _, _, r = _scan_case(monkeypatch, seed=2)
+    # Distances not stored: the first pass is float64, the second float32.
+    monkeypatch.setattr(_pairs, "STORE_BYTES_64", 0)
+    monkeypatch.setattr(_pairs, "STORE_BYTES_32", 0)
     r = np.sort(r)
     known = (r[4] * (1 + 1e-5), r[-5] * (1 - 1e-5))
     plain, started = _PairScanner(X), _PairScanner(X)
@@ -516,6 +519,33 @@ def test_scan_pools_started_from_known_limits_are_the_same(monkeypatch):
                 zip(*expected[side], strict=True)
             )
             assert len(got[side][0]) == 5
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_scan_pools_count_negative_round_off_as_zero(sign):
+    # The pools take max(r, 0) (a Gram-form ratio below 0 is round-off of a
+    # near-zero one) without clipping whole blocks: the same keys as a
+    # brute-force selection on the clipped values, NaN never taken.
+    rng = np.random.default_rng(3)
+    blocks = [rng.uniform(-0.2, 1.0, size=(4, 9)) for _ in range(5)]
+    for block in blocks:
+        block[rng.random(block.shape) < 0.2] = np.nan
+    pool = _pairs._MostExtreme(6, sign)
+    for a, block in enumerate(blocks):
+        pool.add(block.copy(), a, block.shape[1])
+    extreme, pool = pool.result()
+    values = np.concatenate([b.ravel() for b in blocks])
+    values = np.maximum(values[~np.isnan(values)], 0.0)
+    expected = np.sort(sign * values)[:6]
+    assert np.array_equal(np.sort(pool.parts[0][2]), expected)
+    assert extreme == sign * expected[0]
+    # A limit at 0 on the high side (every clipped ratio reaches it) takes
+    # every entry but NaN, negative ones included.
+    if sign < 0:
+        pool = _pairs._MostExtreme(100, sign)
+        pool.limit = 0.0
+        pool.add(blocks[0].copy(), 0, blocks[0].shape[1])
+        assert pool.size == np.count_nonzero(~np.isnan(blocks[0]))
 
 
 def test_float32_passes_stay_float64_near_duplicates():
