@@ -253,10 +253,7 @@ class _ActivePairs:
         n_cand = max(min(CANDIDATES, self.n_pairs // CANDIDATE_SHARE), 2 * n_side)
         known = None
         if r_old is not None:
-            # A pair on both sides of the old candidates is there twice (they
-            # are sorted by key): each counts once.
-            key = self._candidate_key
-            r_old = r_old[np.concatenate([[True], key[1:] != key[:-1]])]
+            r_old = self._distinct_known_ratios(M, r_old)
         if r_old is not None and r_old.size >= n_cand:
             # At least n_cand pairs lie at or beyond these ratios; SCAN_SLACK
             # covers a float64 pass's round-off. The same candidates, hence
@@ -297,6 +294,26 @@ class _ActivePairs:
         # The kept pairs' d2 exceed the floor above, so these are the ratios
         # _exact_ratios(M, rows, cols, d2) gives, pair by pair.
         return r[order]
+
+    def _distinct_known_ratios(self, M, r_old):
+        """Exact ratios at ``M`` of the old candidates and the active set.
+
+        ``r_old`` holds the old candidates' (in their stored order). Each pair
+        counts once (a candidate on both sides is stored twice, and the active
+        set shares pairs with the candidates). The active set's pairs are the
+        ones the solver pushed towards the extremes: after a long round the
+        old candidates' own ratios have been fitted towards 1 (20,000 x 100,
+        k = 20: their 10,000th smallest and largest were both about 1.0, and
+        the pools took about 190,000 entries per pass, in 13 cuts).
+        """
+        keys, ratios = [self._candidate_key], [r_old]
+        if self.rows.size:
+            keys.append(self._active_key())
+            ratios.append(self.ratios(M))
+        key, r = np.concatenate(keys), np.concatenate(ratios)
+        order = np.argsort(key, kind="stable")
+        key, r = key[order], r[order]
+        return r[np.concatenate([[True], key[1:] != key[:-1]])]
 
     def _exact_ratios(self, M, rows, cols, d2):
         """The ratios of the pairs ``(rows, cols)`` under ``M``, exactly."""
