@@ -485,6 +485,8 @@ def test_blocked_scan_matches_brute_force(monkeypatch):
         for float32 in (store, True):
             r_min, r_max, low, high = scanner.scan(Y, n_extreme=5)
             assert (scanner.error > 0) == float32
+            # Distances not stored are recomputed in float32 in a float32 pass.
+            assert (scanner._gram32 is not None) == (float32 and not store)
             if float32:
                 assert abs(r_min - r.min()) <= scanner.error
                 assert abs(r_max - r.max()) <= scanner.error
@@ -546,6 +548,35 @@ def test_scan_pools_count_negative_round_off_as_zero(sign):
         pool.limit = 0.0
         pool.add(blocks[0].copy(), 0, blocks[0].shape[1])
         assert pool.size == np.count_nonzero(~np.isnan(blocks[0]))
+
+
+def test_float32_recomputed_distances_skip_coincident_pairs(monkeypatch):
+    # Distances not stored, five duplicated points: the float32 pass
+    # recomputes the distances and must leave the coincident pairs out (their
+    # ratio is 0 / 0) while finding the same extremes and pools as brute force
+    # over the other pairs, within its error bound.
+    monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 60)
+    monkeypatch.setattr(_pairs, "STORE_BYTES_64", 0)
+    monkeypatch.setattr(_pairs, "STORE_BYTES_32", 0)
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((35, 6))
+    X = np.vstack([X, X[:5]])
+    X -= X.mean(0)
+    Y = X @ rng.standard_normal((6, 3))
+    i, j = np.triu_indices(40, 1)
+    d2 = np.sum((X[i] - X[j]) ** 2, 1)
+    keep = d2 > 1e-9
+    i, j = i[keep], j[keep]
+    r = np.sum((Y[i] - Y[j]) ** 2, 1) / d2[keep]
+    order = np.argsort(r)
+    scanner = _PairScanner(X)
+    for float32 in (False, True):
+        r_min, r_max, low, high = scanner.scan(Y, n_extreme=5)
+        assert (scanner._gram32 is not None) == float32
+        assert abs(r_min - r.min()) <= max(scanner.error, 1e-12 * r.min())
+        assert abs(r_max - r.max()) <= max(scanner.error, 1e-12 * r.max())
+        assert set(zip(*low, strict=True)) == {(i[p], j[p]) for p in order[:5]}
+        assert set(zip(*high, strict=True)) == {(i[p], j[p]) for p in order[-5:]}
 
 
 def test_float32_passes_stay_float64_near_duplicates():

@@ -162,8 +162,8 @@ class LearnedJLTransformer(
         no new pass is needed. The reciprocal squared distances of all pairs are
         stored while they fit in 1 GiB (in float32 beyond 256 MiB, about 8,000 points;
         recomputed block by block beyond about 23,000). Once the smallest pair
-        distance is known, passes run in float32 with a rigorous round-off bound
-        that widens the candidates' margins.
+        distance is known, passes run in float32 (recomputed distances too)
+        with a rigorous round-off bound that widens the candidates' margins.
     polish : bool, default=True
         After the final stage, minimize the true worst distortion (not its
         smoothing) on the active set by prox-linear steps: each step linearizes

@@ -28,6 +28,10 @@ STORE_BYTES_32 = 1 << 30
 # then shrink by at most 2 * 2 %).
 FLOAT32_SAFETY = 2.0
 FLOAT32_MAX_SHARE = 0.02
+# Distances recomputed in a float32 pass (beyond the stored ones): only while
+# their relative round-off bound is at most this (see _PairScanner.scan), so
+# that coincident pairs stay apart from the others (see _inv_sq_dists32).
+FLOAT32_MAX_DISTANCE_ERROR = 0.25
 
 # Relative accuracy of the squared distances taken from a pass's Gram form (see
 # _PairScanner.stored_sq_dists) in place of exact ones.
@@ -179,7 +183,8 @@ class _PairScanner:
     stored, as dense blocks, while they fit (``STORE_BYTES_64`` in float64,
     ``STORE_BYTES_32`` in float32: a relative round-off of 6e-8, far inside
     ``SCAN_SLACK``), so that a pass is one product and a few in-place
-    operations per block; beyond, they are recomputed at every pass.
+    operations per block; beyond, they are recomputed at every pass (in
+    float32, with a bound on their round-off, in a float32 pass).
     """
 
     def __init__(self, X):
@@ -200,6 +205,11 @@ class _PairScanner:
         # and the spread r_max - r_min it saw (None: no scan yet).
         self.error = 0.0
         self.spread = None
+        # The largest |ratio| the last pass saw (scales a relative error bound).
+        self.r_abs = 0.0
+        # [x, |x|^2, 1] and [-2 x, 1, |x|^2] in float32, for the distances of a
+        # float32 pass when they are not stored (see _inv_sq_dists32).
+        self._gram32 = None
         # Consecutive points (i, i + 1) and their exact squared distances: the
         # first pass's stand-in for the spread of the ratios (see scan).
         self._chain = None
@@ -271,6 +281,34 @@ class _PairScanner:
         r = np.einsum("ij,ij->i", diff, diff) / d2
         return float(r.max() - r.min())
 
+    def _inv_sq_dists32(self, a, b):
+        """``1 / |x_i - x_j|^2`` of a block in float32 (see :meth:`scan`).
+
+        Within a float32 pass only, where ``x_rel <=
+        FLOAT32_MAX_DISTANCE_ERROR``: every non-coincident pair's squared
+        distance is at least ``1 / max_inv`` and its float32 value is off by
+        at most ``x_rel / max_inv``, a coincident pair's is at most
+        ``threshold + x_rel / max_inv`` (``threshold``: far below
+        ``1 / max_inv`` there), so a cut at ``0.5 / max_inv`` tells them
+        apart exactly. NaN where ``j <= i`` or coincident.
+        """
+        if self._gram32 is None:
+            d = self.X.shape[1]
+            left = np.empty((self.n, d + 2), dtype=np.float32)
+            right = np.empty((self.n, d + 2), dtype=np.float32)
+            left[:, :d] = self.X
+            left[:, d] = self.sq_norms
+            left[:, d + 1] = 1.0
+            np.multiply(left[:, :d], -2.0, out=right[:, :d])
+            right[:, d] = 1.0
+            right[:, d + 1] = left[:, d]
+            self._gram32 = (left, right)
+        left, right = self._gram32
+        d2 = left[a:b] @ right[a:].T
+        d2[:, : b - a][self._lower(b - a)] = np.nan
+        np.copyto(d2, np.nan, where=d2 <= 0.5 / self.max_inv)
+        return np.divide(1.0, d2, out=d2)
+
     def _lower(self, m):
         """Mask of the entries ``j <= i`` of a block's leading ``m x m`` square."""
         if m not in self._tril:
@@ -331,6 +369,17 @@ class _PairScanner:
             # 1 / min d2; the stored reciprocal and the product add 3 u
             # relative. FLOAT32_SAFETY doubles the whole.
             q_error = 4.0 * (k + 8) * unit * y_norms.max(initial=0.0) * self.max_inv
+        # Distances not stored are recomputed per block, in float32 in a
+        # float32 pass: the same bound for the Gram form of the data (d
+        # dimensions) moves a squared distance by at most x_rel times itself
+        # (relative to the smallest, 1 / max_inv), its reciprocal by
+        # x_rel / (1 - x_rel). 0 for stored distances.
+        x_rel = 0.0
+        if self.stored is None:
+            x_rel = np.inf
+            if self.max_inv is not None:
+                d = self.X.shape[1]
+                x_rel = 4.0 * (d + 8) * unit * self.sq_norms.max() * self.max_inv
         # Float32 only while its error bound is a small share of the spread of
         # the ratios (at the last pass): near-duplicate points (a tiny smallest
         # distance) or a map whose ratios all but coincide keep float64.
@@ -341,8 +390,22 @@ class _PairScanner:
             # that it runs in float32 too (20,000 x 100, k = 20: a float64
             # pass of about 2 s against 0.6 s).
             spread = self._chain_spread(Y)
-        float32 = q_error <= FLOAT32_MAX_SHARE * (spread or 0.0)
+        float32 = x_rel <= FLOAT32_MAX_DISTANCE_ERROR and (
+            q_error + x_rel * self.r_abs <= FLOAT32_MAX_SHARE * (spread or 0.0)
+        )
         dtype = np.float32 if float32 else np.float64
+        # A float32 pass's scanned ratio r lies within error(r) of the exact
+        # one: q's bound through the reciprocal (off by at most
+        # x_rel / (1 - x_rel)), that relative error of r, and 3 u relative for
+        # the stored (or computed) reciprocal and the product.
+        if float32:
+            shrink = 1.0 / (1.0 - x_rel)
+
+            def error(r):
+                return FLOAT32_SAFETY * (
+                    q_error * shrink + (x_rel * shrink + 3.0 * unit) * abs(r)
+                )
+
         # q_ij = [y_i, |y_i|^2, 1] . [-2 y_j, 1, |y_j|^2]: the norms ride in the
         # block's product instead of two passes over the block. A (k + 2)-term
         # dot product, within the bound above.
@@ -361,8 +424,7 @@ class _PairScanner:
             # bound below); a float64 pass's round-off is in `known` already.
             lo, hi = known
             if float32:
-                lo += FLOAT32_SAFETY * (q_error + 3.0 * unit * abs(lo))
-                hi -= FLOAT32_SAFETY * (q_error + 3.0 * unit * abs(hi))
+                lo, hi = lo + error(lo), hi - error(hi)
             low.limit, high.limit = lo, -hi
         max_inv = 0.0
         for index, (a, b) in enumerate(self.blocks):
@@ -371,19 +433,20 @@ class _PairScanner:
             r = left[a:b] @ right[a:].T
             if self.stored is not None:
                 r *= self.stored[index]
+            elif float32:
+                r *= self._inv_sq_dists32(a, b)
             else:
                 inv = self._inv_sq_dists(a, b)
-                if not float32 and inv.size:
+                if inv.size:
                     max_inv = np.fmax(max_inv, np.fmax.reduce(inv, axis=None))
                 r *= inv
             low.add(r, a, self.n - a)
             high.add(r, a, self.n - a)
         r_min, low = low.result()
         r_max, high = high.result()
+        self.r_abs = max(abs(r_max), abs(r_min), 0.0) if np.isfinite(r_min) else 0.0
         if float32:
-            self.error = FLOAT32_SAFETY * (
-                q_error + 3.0 * unit * max(abs(r_max), abs(r_min), 0.0)
-            )
+            self.error = error(self.r_abs)
         else:
             self.error = 0.0
             if self.stored is None:
