@@ -140,6 +140,7 @@ class _ActivePairs:
         self._embedded = None
         self._gather = None
         self._key = None
+        self._ratios = None
         self._gram = None
         self.scale = _whitening_scale(X)
         # Data whose span has as many dimensions as centred points can have
@@ -426,7 +427,22 @@ class _ActivePairs:
 
     # -- the active set -----------------------------------------------------------
     def ratios(self, M):
-        return self._exact_ratios(M, self.rows, self.cols, self.d2)
+        """The active pairs' exact ratios under ``M`` (read-only).
+
+        Kept for the last map and active set: a round's pass (see
+        :meth:`_distinct_known_ratios`) and its convergence check ask for
+        the same ones.
+        """
+        cached = self._ratios
+        if (
+            cached is not None
+            and cached[0] is self.rows
+            and np.array_equal(cached[1], M)
+        ):
+            return cached[2]
+        r = self._exact_ratios(M, self.rows, self.cols, self.d2)
+        self._ratios = (self.rows, M.copy(), r)
+        return r
 
     def _set(self, rows, cols):
         """Make ``(rows, cols)`` (i < j) the active set, with exact distances."""
