@@ -546,7 +546,9 @@ class _PairObjective:
     map, :meth:`hessp` is the exact Hessian-vector product (see its docstring).
     """
 
-    def __init__(self, X, rows, cols, d2, n_components, *, derandomized, penalty):
+    def __init__(
+        self, X, rows, cols, d2, n_components, *, derandomized, penalty, work=None
+    ):
         # Restrict the data to the rows that occur in a pair: the cost of an
         # evaluation is then O(n_used * d * k + n_pairs * k).
         used, ri, ci = _compact_pairs(X.shape[0], rows, cols)
@@ -564,6 +566,10 @@ class _PairObjective:
         # Laplacian product (see _laplacian).
         self._BT_weighted = self.BT.copy()
         self._setup(d2, n_components, derandomized, penalty)
+        if work is not None:
+            # Work arrays shared with the caller's other objectives (see
+            # _buffer): one evaluation at a time uses them.
+            self._buffers = work
 
     def _setup(self, d2, n_components, derandomized, penalty):
         self.d2 = d2
@@ -582,11 +588,18 @@ class _PairObjective:
         self._single = None
 
     def _buffer(self, name, shape, dtype=np.float64):
-        """A work array kept between evaluations (see :meth:`_laplacian`)."""
-        buffer = self._buffers.get(name)
-        if buffer is None or buffer.shape != shape:
-            buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
-        return buffer
+        """A work array kept between evaluations (see :meth:`_laplacian`).
+
+        The leading part of a flat array, reallocated only when it is too
+        small (with a quarter to spare): the active-set rounds' objectives
+        share them (see ``_ActivePairs.objective``) while their pairs grow
+        round by round, instead of page-faulting new ones in every round.
+        """
+        size = int(np.prod(shape))
+        flat = self._buffers.get(name)
+        if flat is None or flat.size < size or flat.dtype != dtype:
+            flat = self._buffers[name] = np.empty(size + size // 4, dtype=dtype)
+        return flat[:size].reshape(shape)
 
     def single(self):
         """Evaluate the direct surrogate's pair terms in float32 from now on.
