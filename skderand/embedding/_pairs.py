@@ -627,18 +627,21 @@ class _PairObjective:
         return M, sigma
 
     # -- the pairs: embedded squared distances and Laplacian products ----------
-    def _differences(self, Y, work=_fresh):
+    def _differences(self, Y, out=None):
         """``B @ Y``, the pairs' ``y_i - y_j``, by two gathers and a subtraction.
 
-        The same numbers as the sparse product (see :func:`difference_matrix`),
-        into arrays from ``work`` (see :func:`_direct_surrogate`): the product
-        writes a fresh ``(n_pairs, k)`` array at every evaluation. Digits
-        k = 20, 14,000 / 33,000 pairs: 0.16 / 0.49 ms for the product, 0.14 /
-        0.49 ms for the gathers; in float32 0.094 / 0.23 against 0.078 / 0.19.
+        The same numbers as the sparse product (see :func:`difference_matrix`)
+        into ``out`` (a new array if None), through a kept work array: the
+        product writes a fresh ``(n_pairs, k)`` array each time. Digits k = 20,
+        14,000 / 33,000 pairs: 0.16 / 0.49 ms for the product, 0.14 / 0.49 ms
+        for the gathers; in float32 0.094 / 0.23 against 0.078 / 0.19. A
+        fresh array for the second gather too made the certificate's
+        Hessian-vector products 2.4x slower (1.3 -> 3.1 ms on 13,800 pairs:
+        its 2 MB are page-faulted in at every call).
         """
         shape = (self._ri.size, Y.shape[1])
-        diff = work("diff", shape, Y.dtype)
-        other = work("other", shape, Y.dtype)
+        diff = np.empty(shape, Y.dtype) if out is None else out
+        other = self._buffer("other/" + Y.dtype.name, shape, Y.dtype)
         # mode="clip" skips the bounds checks (the indices are in range) and
         # the copy that mode="raise" makes of an `out` array.
         np.take(Y, self._ri, axis=0, out=diff, mode="clip")
@@ -651,7 +654,7 @@ class _PairObjective:
         Into arrays from ``work``; :meth:`_hess_setup` keeps its results
         across evaluations and takes fresh ones.
         """
-        diff = self._differences(Y, work)
+        diff = self._differences(Y, work("diff", (self._ri.size, Y.shape[1]), Y.dtype))
         q = work("q", (diff.shape[0],), Y.dtype)
         return np.einsum("ij,ij->i", diff, diff, out=q), diff
 
@@ -661,7 +664,8 @@ class _PairObjective:
         The second is what :meth:`_laplacian` takes as its ``diff`` for ``V``
         (None where it has no use for one).
         """
-        dV = self._differences(V)
+        # A work array: _hess_points uses B V at once, and only there.
+        dV = self._differences(V, self._buffer("dV", (self._ri.size, V.shape[1])))
         return np.einsum("ij,ij->i", diff, dV), dV
 
     def _laplacian(self, w, Y, diff=None):
