@@ -145,29 +145,6 @@ def test_difference_matrix_is_the_subtraction_bit_for_bit():
         assert np.array_equal(B @ Y, Y[ri] - Y[ci])
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_gathered_pair_differences_are_the_sparse_product_bit_for_bit(dtype):
-    # The objective gathers y_i - y_j into kept work arrays instead of the
-    # sparse product B @ Y: the same numbers to the bit, and the squared
-    # distances the einsum of the product's rows, in both precisions and for
-    # pairs that leave some points out (the compacted numbering).
-    X = _coords(40, 6)
-    rows, cols = _some_pairs(40, 30, seed=12)
-    obj = _PairObjective(
-        X, rows, cols, exact_sq_dists(X, rows, cols), 5, derandomized=False, penalty=0.0
-    )
-    assert obj.used.size < 40
-    rng = np.random.default_rng(13)
-    for _ in range(2):  # the second call reuses the work arrays
-        Y = rng.standard_normal((obj.used.size, 5)).astype(dtype)
-        expected = obj.B.astype(dtype) @ Y
-        work = obj._buffer if dtype == np.float64 else obj._buffer32
-        q, diff = obj._sq_dists(Y, work=work)
-        assert diff.dtype == q.dtype == dtype
-        assert np.array_equal(diff, expected)
-        assert np.array_equal(q, np.einsum("ij,ij->i", expected, expected))
-
-
 def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0):
     # Active pairs on every point of a span of n - 1 dimensions, not all pairs.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)

@@ -375,36 +375,6 @@ def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
         np.testing.assert_array_equal(obj.hessp(z, v), hv)
 
 
-def test_objectives_sharing_work_arrays_evaluate_as_alone():
-    # The active-set rounds' objectives share one set of work arrays (sized
-    # for the largest so far, see _PairObjective._buffer). Objectives of
-    # different pair counts, in float64 and float32, evaluated in turn on the
-    # shared arrays give what each gives on arrays of its own, to the bit.
-    rng = np.random.default_rng(7)
-    X = rng.standard_normal((40, 6))
-    X -= X.mean(0)
-    rows, cols, d2 = all_pairs(X)
-    work = {}
-    shared, alone = [], []
-    for m, single in ((300, False), (780, True), (500, False), (780, False)):
-        keep = np.sort(rng.choice(rows.size, m, replace=False))
-        args = (X, rows[keep], cols[keep], d2[keep], 3)
-        for objs, kwargs in ((shared, {"work": work}), (alone, {})):
-            obj = _PairObjective(*args, derandomized=False, penalty=0.1, **kwargs)
-            obj.beta = 40.0
-            if single:
-                obj.single()
-            objs.append(obj)
-    for z in 0.5 * rng.standard_normal((2, 18)):
-        for a, b in zip(shared, alone, strict=True):
-            value, grad = a(z)
-            expected_value, expected_grad = b(z)
-            assert value == expected_value
-            np.testing.assert_array_equal(grad, expected_grad)
-    # The arrays grew to the largest objective's size and were shared.
-    assert work and all(flat.ndim == 1 for flat in work.values())
-
-
 @pytest.mark.parametrize("beta", [15.0, 60.0])
 def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta):
     # The low-sharpness active-set rounds evaluate the pair terms in float32

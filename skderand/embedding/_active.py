@@ -141,9 +141,6 @@ class _ActivePairs:
         self._gather = None
         self._key = None
         self._gram = None
-        # Work arrays of the objectives' evaluations, shared by the rounds (see
-        # _PairObjective._buffer).
-        self._work = {}
         self.scale = _whitening_scale(X)
         # Data whose span has as many dimensions as centred points can have
         # (n - 1): the active-set rounds optimize the embedded points (see
@@ -457,7 +454,6 @@ class _ActivePairs:
             k,
             derandomized=derandomized,
             penalty=penalty,
-            work=self._work,
         )
         obj.beta = beta
         return obj

@@ -146,11 +146,6 @@ class _Span:
         return (self.X.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
 
 
-def _fresh(name, shape, dtype=np.float64):
-    """A new array each call: the work supplier when nothing is kept."""
-    return np.empty(shape, dtype=dtype)
-
-
 def exact_sq_dists(X, rows, cols, chunk=1 << 18):
     """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation).
 
@@ -546,9 +541,7 @@ class _PairObjective:
     map, :meth:`hessp` is the exact Hessian-vector product (see its docstring).
     """
 
-    def __init__(
-        self, X, rows, cols, d2, n_components, *, derandomized, penalty, work=None
-    ):
+    def __init__(self, X, rows, cols, d2, n_components, *, derandomized, penalty):
         # Restrict the data to the rows that occur in a pair: the cost of an
         # evaluation is then O(n_used * d * k + n_pairs * k).
         used, ri, ci = _compact_pairs(X.shape[0], rows, cols)
@@ -558,18 +551,12 @@ class _PairObjective:
         self.X = X if used.size == X.shape[0] else X[used]
         # The rows of X in the pairs (see embedded).
         self.used = used
-        # The pairs' points, for the gathers of _differences.
-        self._ri, self._ci = ri, ci
         self.B = difference_matrix(ri, ci, used.size)
         self.BT = self.B.T.tocsr()
         # B^T with its entries (+-1) times the pair weights, refilled by each
         # Laplacian product (see _laplacian).
         self._BT_weighted = self.BT.copy()
         self._setup(d2, n_components, derandomized, penalty)
-        if work is not None:
-            # Work arrays shared with the caller's other objectives (see
-            # _buffer): one evaluation at a time uses them.
-            self._buffers = work
 
     def _setup(self, d2, n_components, derandomized, penalty):
         self.d2 = d2
@@ -588,18 +575,11 @@ class _PairObjective:
         self._single = None
 
     def _buffer(self, name, shape, dtype=np.float64):
-        """A work array kept between evaluations (see :meth:`_laplacian`).
-
-        The leading part of a flat array, reallocated only when it is too
-        small (with a quarter to spare): the active-set rounds' objectives
-        share them (see ``_ActivePairs.objective``) while their pairs grow
-        round by round, instead of page-faulting new ones in every round.
-        """
-        size = int(np.prod(shape))
-        flat = self._buffers.get(name)
-        if flat is None or flat.size < size or flat.dtype != dtype:
-            flat = self._buffers[name] = np.empty(size + size // 4, dtype=dtype)
-        return flat[:size].reshape(shape)
+        """A work array kept between evaluations (see :meth:`_laplacian`)."""
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.shape != shape:
+            buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
+        return buffer
 
     def single(self):
         """Evaluate the direct surrogate's pair terms in float32 from now on.
@@ -613,8 +593,12 @@ class _PairObjective:
         ``skderand.embedding._active.FLOAT32_MAX_SHARPNESS``). Certificates,
         Hessian-vector products and the derandomized surrogate stay float64.
         """
-        self._single = (self.BT.astype(np.float32), self.d2.astype(np.float32))
-        self._BT32_weighted = self._single[0].copy()
+        self._single = (
+            self.B.astype(np.float32),
+            self.BT.astype(np.float32),
+            self.d2.astype(np.float32),
+        )
+        self._BT32_weighted = self._single[1].copy()
 
     def _buffer32(self, name, shape, dtype=np.float32):
         """Work arrays of the float32 evaluation (see :meth:`single`)."""
@@ -627,36 +611,17 @@ class _PairObjective:
         return M, sigma
 
     # -- the pairs: embedded squared distances and Laplacian products ----------
-    def _differences(self, Y, out=None):
-        """``B @ Y``, the pairs' ``y_i - y_j``, by two gathers and a subtraction.
-
-        The same numbers as the sparse product (see :func:`difference_matrix`)
-        into ``out`` (a new array if None), through a kept work array: the
-        product writes a fresh ``(n_pairs, k)`` array each time. Digits k = 20,
-        14,000 / 33,000 pairs: 0.16 / 0.49 ms for the product, 0.14 / 0.49 ms
-        for the gathers; in float32 0.094 / 0.23 against 0.078 / 0.19. A
-        fresh array for the second gather too made the certificate's
-        Hessian-vector products 2.4x slower (1.3 -> 3.1 ms on 13,800 pairs:
-        its 2 MB are page-faulted in at every call).
-        """
-        shape = (self._ri.size, Y.shape[1])
-        diff = np.empty(shape, Y.dtype) if out is None else out
-        other = self._buffer("other/" + Y.dtype.name, shape, Y.dtype)
-        # mode="clip" skips the bounds checks (the indices are in range) and
-        # the copy that mode="raise" makes of an `out` array.
-        np.take(Y, self._ri, axis=0, out=diff, mode="clip")
-        np.take(Y, self._ci, axis=0, out=other, mode="clip")
-        return np.subtract(diff, other, out=diff)
-
-    def _sq_dists(self, Y, work=_fresh):
-        """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses.
-
-        Into arrays from ``work``; :meth:`_hess_setup` keeps its results
-        across evaluations and takes fresh ones.
-        """
-        diff = self._differences(Y, work("diff", (self._ri.size, Y.shape[1]), Y.dtype))
-        q = work("q", (diff.shape[0],), Y.dtype)
-        return np.einsum("ij,ij->i", diff, diff, out=q), diff
+    def _sq_dists(self, Y):
+        """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses."""
+        # The sparse product, not two gathers and a subtraction into kept work
+        # arrays (the same numbers): evaluations at the digits k = 20 fit's 37
+        # rounds, interleaved in one process, were 8 % slower with the gathers
+        # (three passes over (n_pairs, k) arrays instead of one); kept arrays
+        # for q and the floored ratios, also shared by the rounds' objectives,
+        # changed nothing measurable (0.99-1.02). Per pair (float64, k = 20):
+        # product or gathers 11 ns, einsum 6.5 ns, weighted B^T product 13 ns.
+        diff = self.B @ Y
+        return np.einsum("ij,ij->i", diff, diff), diff
 
     def _dots(self, Y, V, diff):
         """``(y_i - y_j) . (v_i - v_j)`` of the pairs, and ``B V`` (reused).
@@ -664,14 +629,13 @@ class _PairObjective:
         The second is what :meth:`_laplacian` takes as its ``diff`` for ``V``
         (None where it has no use for one).
         """
-        # A work array: _hess_points uses B V at once, and only there.
-        dV = self._differences(V, self._buffer("dV", (self._ri.size, V.shape[1])))
+        dV = self.B @ V
         return np.einsum("ij,ij->i", diff, dV), dV
 
     def _laplacian(self, w, Y, diff=None):
         """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs."""
         if diff is None:
-            diff = self._differences(Y)
+            diff = self.B @ Y
         return _weighted_transpose_product(self.BT, self._BT_weighted, w, diff)
 
     # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
@@ -697,9 +661,8 @@ class _PairObjective:
         """
         if self._single is not None and sigma == 0.0:
             return self._at_points_single(Y)
-        q, diff = self._sq_dists(Y, work=self._buffer)
-        # In place: q is a work array.
-        r = self._floored_ratios(q, out=q)
+        q, diff = self._sq_dists(Y)
+        r = self._floored_ratios(q)
         if sigma == 0.0:
             value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer)
             d_sigma = 0.0
@@ -711,11 +674,18 @@ class _PairObjective:
 
     def _at_points_single(self, Y):
         """:meth:`_at_points` of the direct map in float32 (see :meth:`single`)."""
-        BT, d2 = self._single
-        # Rounded to float32 into a work array, as astype rounds.
-        Y32 = self._buffer32("Y", Y.shape)
-        np.copyto(Y32, Y)
-        r, diff = self._sq_dists(Y32, work=self._buffer32)
+        # X M^T stays float64 (rounded here): computed in float32 it moved
+        # breast_cancer k = 8 seeds 1 / 5 from 0.4153 / 0.4149 to 0.4232 /
+        # 0.4462 (cancellation in the low-variance directions). The gradient's
+        # product with X in float32 kept the distortions (digits k = 20 seeds
+        # 0-15 0.27389 against 0.27352 on average) but was not faster (1.02x
+        # the float32 rounds' evaluations). The squared distances as np.square
+        # and a float32 matrix-vector product with ones instead of the einsum
+        # (about 5 % off these evaluations): digits k = 20 seeds 0-15 0.27410
+        # against 0.27352 on average.
+        B, BT, d2 = self._single
+        diff = B @ Y.astype(np.float32)
+        r = np.einsum("ij,ij->i", diff, diff)
         np.maximum(r, 0.0, out=r)
         r /= d2
         # The float32 floor of a collapsed pair (1e-300 is 0 in float32).
@@ -740,10 +710,10 @@ class _PairObjective:
         value, grad_Y, _ = self._at_points(Y)
         return value, grad_Y
 
-    def _floored_ratios(self, q, out=None):
+    def _floored_ratios(self, q):
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
         # (r = 0) gets a tiny floor so that the log stays finite.
-        r = np.maximum(q, 0.0, out=out)
+        r = np.maximum(q, 0.0)
         r /= self.d2
         return np.maximum(r, 1e-300, out=r)
 
@@ -923,9 +893,8 @@ class _GramObjective(_PairObjective):
         out = W @ Y1
         return out[:, -1:] * Y - out[:, :-1]
 
-    def _sq_dists(self, Y, work=None):
-        # Fresh arrays here and in _gradient, not work arrays (`work` is
-        # ignored): kept n x n
+    def _sq_dists(self, Y):
+        # Fresh arrays here and in _gradient, not work arrays: kept n x n
         # buffers saved 3 % of the direct surrogate's evaluation but made the
         # derandomized fit (Gaussian 300 x 1000, k = 10) 1.6-1.9x slower, its
         # twenty fresh (n_pairs,) temporaries per evaluation then going back to
@@ -1014,6 +983,11 @@ def _exp_cut(t):
     values = np.exp(t[near])
     t[near] = values
     return float(values.sum()), near
+
+
+def _fresh(name, shape, dtype=np.float64):
+    """A new array each call: the work supplier when nothing is kept."""
+    return np.empty(shape, dtype=dtype)
 
 
 def _direct_surrogate(r, beta, work=_fresh):
