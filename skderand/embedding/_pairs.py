@@ -677,12 +677,14 @@ class _PairObjective:
         # X M^T stays float64 (rounded here): computed in float32 it moved
         # breast_cancer k = 8 seeds 1 / 5 from 0.4153 / 0.4149 to 0.4232 /
         # 0.4462 (cancellation in the low-variance directions). The gradient's
-        # product with X in float32 kept the distortions (digits k = 20 seeds
-        # 0-15 0.27389 against 0.27352 on average) but was not faster (1.02x
-        # the float32 rounds' evaluations). The squared distances as np.square
-        # and a float32 matrix-vector product with ones instead of the einsum
-        # (about 5 % off these evaluations): digits k = 20 seeds 0-15 0.27410
-        # against 0.27352 on average.
+        # product with X in float32 kept the distortions within seed noise
+        # (digits k = 20 seeds 0-15 0.27389 against 0.27352 on average,
+        # breast_cancer k = 8 seeds 0-7 0.41514 both) and took 3-9 % off the
+        # float32 rounds' evaluations, about 2 % of the fit: not worth a new
+        # path. The squared distances as np.square and a float32
+        # matrix-vector product with ones instead of the einsum (into kept
+        # arrays; about 5 % off these evaluations): digits k = 20 seeds 0-15
+        # 0.27410 against 0.27352 on average.
         B, BT, d2 = self._single
         diff = B @ Y.astype(np.float32)
         r = np.einsum("ij,ij->i", diff, diff)
