@@ -615,7 +615,7 @@ class _PairObjective:
         """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses."""
         # The sparse product, not two gathers and a subtraction into kept work
         # arrays (the same numbers): evaluations at the digits k = 20 fit's 37
-        # rounds, interleaved in one process, were 8 % slower with the gathers
+        # rounds, interleaved in one process, were 4-8 % slower with the gathers
         # (three passes over (n_pairs, k) arrays instead of one); kept arrays
         # for q and the floored ratios, also shared by the rounds' objectives,
         # changed nothing measurable (0.99-1.02). Per pair (float64, k = 20):
