@@ -579,6 +579,18 @@ def test_float32_recomputed_distances_skip_coincident_pairs(monkeypatch):
         assert set(zip(*high, strict=True)) == {(i[p], j[p]) for p in order[-5:]}
 
 
+def test_passes_over_coincident_points_only(monkeypatch):
+    # Distances not stored and every pair coincident: no ratio, and no float32
+    # recomputation (its bound divides by the smallest distance).
+    monkeypatch.setattr(_pairs, "STORE_BYTES_64", 0)
+    monkeypatch.setattr(_pairs, "STORE_BYTES_32", 0)
+    scanner = _PairScanner(np.zeros((12, 3)))
+    for _ in range(3):
+        r_min, r_max, low, _ = scanner.scan(np.zeros((12, 2)), n_extreme=2)
+        assert (r_min, r_max) == (np.inf, -np.inf)
+        assert low[0].size == 0 and scanner._gram32 is None
+
+
 def test_float32_passes_stay_float64_near_duplicates():
     # Two points 1e-3 apart: the float32 round-off bound (through 1 / the
     # smallest distance) would swamp the spread of the ratios, so every pass

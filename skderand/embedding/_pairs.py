@@ -377,7 +377,8 @@ class _PairScanner:
         x_rel = 0.0
         if self.stored is None:
             x_rel = np.inf
-            if self.max_inv is not None:
+            # (max_inv is 0 when every pair is coincident: nothing to bound.)
+            if self.max_inv:
                 d = self.X.shape[1]
                 x_rel = 4.0 * (d + 8) * unit * self.sq_norms.max() * self.max_inv
         # Float32 only while its error bound is a small share of the spread of
