@@ -55,7 +55,8 @@ def fit_bytes(X, n_components):
     The span: a dense centred copy with its SVD (about three ``n x d`` arrays),
     or, for large sparse input, the ``n x n`` Gram matrix with its
     eigendecomposition (about three). Then the coordinates (``n x rank``), the
-    stored pair distances (at most ``STORE_BYTES_32``), a few scan blocks and
+    stored pair distances (at most ``STORE_BYTES_32``; beyond, the float32 copy
+    of the coordinates that passes recompute them from), a few scan blocks and
     the map, its random start and their products (``k x d`` each; ``k = d`` for
     ``"auto"``, its largest candidate).
     """
@@ -68,7 +69,7 @@ def fit_bytes(X, n_components):
     # As _PairScanner decides: float64 distances, float32 ones, or none.
     elements = stored_elements(n)
     stored = 8 * elements if 8 * elements <= STORE_BYTES_64 else 4 * elements
-    stored = stored if stored <= STORE_BYTES_32 else 0
+    stored = stored if stored <= STORE_BYTES_32 else n * (rank + 2) * 4
     k = d if n_components == "auto" else n_components
     return span + n * rank * 8 + stored + 4 * BLOCK_ELEMENTS * 8 + 4 * k * d * 8
 
