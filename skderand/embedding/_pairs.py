@@ -344,7 +344,8 @@ class _PairScanner:
         ``n_extreme``-th (one comparison per pair and side, no sort of a block).
 
         Once the smallest pair distance is known, the embedded Gram form runs
-        in float32 (half the time): ``self.error`` is then a bound on how far
+        in float32 (half the time; distances that are not stored are then
+        recomputed in float32 too): ``self.error`` is then a bound on how far
         every scanned ratio (``r_min``, ``r_max`` and the selection included)
         can lie from the exact one, for the caller to widen its margins by
         (0 for a float64 pass, whose round-off ``SCAN_SLACK`` covers).
