@@ -154,7 +154,10 @@ class LearnedJLTransformer(
         that, as for tens of thousands of points) the exact extremes over *all*
         pairs are found, and the pairs outside the set that overtake the set's
         extremes join it; a stage ends when none does and the solver has
-        converged. The exact extremes come from a blocked pass over all pairs
+        converged. A long round after which the all-pairs distortion is more
+        than 5 % above the stage's best is undone (the stage goes back to its
+        best map, with the pairs that overtook in the set, and its later rounds
+        are shorter). The exact extremes come from a blocked pass over all pairs
         (BLAS products of row blocks, memory of one block) that keeps candidate
         pairs near the extremes; until the map has moved enough for another pair
         to overtake them (a bound by the extreme eigenvalues of
