@@ -294,16 +294,7 @@ class _PairScanner:
         apart exactly. NaN where ``j <= i`` or coincident.
         """
         if self._gram32 is None:
-            d = self.X.shape[1]
-            left = np.empty((self.n, d + 2), dtype=np.float32)
-            right = np.empty((self.n, d + 2), dtype=np.float32)
-            left[:, :d] = self.X
-            left[:, d] = self.sq_norms
-            left[:, d + 1] = 1.0
-            np.multiply(left[:, :d], -2.0, out=right[:, :d])
-            right[:, d] = 1.0
-            right[:, d + 1] = left[:, d]
-            self._gram32 = (left, right)
+            self._gram32 = _gram_factors(self.X, self.sq_norms, np.float32)
         left, right = self._gram32
         d2 = left[a:b] @ right[a:].T
         d2[:, : b - a][self._lower(b - a)] = np.nan
@@ -409,17 +400,9 @@ class _PairScanner:
                     q_error * shrink + (x_rel * shrink + 3.0 * unit) * abs(r)
                 )
 
-        # q_ij = [y_i, |y_i|^2, 1] . [-2 y_j, 1, |y_j|^2]: the norms ride in the
-        # block's product instead of two passes over the block. A (k + 2)-term
-        # dot product, within the bound above.
-        left = np.empty((self.n, k + 2), dtype=dtype)
-        right = np.empty((self.n, k + 2), dtype=dtype)
-        left[:, :k] = Y
-        left[:, k] = y_norms
-        left[:, k + 1] = 1.0
-        np.multiply(left[:, :k], -2.0, out=right[:, :k])
-        right[:, k] = 1.0
-        right[:, k + 1] = left[:, k]
+        # A (k + 2)-term dot product per pair (see _gram_factors), within the
+        # bound above.
+        left, right = _gram_factors(Y, y_norms, dtype)
         m = max(n_extreme, 1)
         low, high = _MostExtreme(m, 1.0), _MostExtreme(m, -1.0)
         if known is not None and n_extreme:
@@ -466,6 +449,24 @@ class _PairScanner:
             low.within(r_min * np.exp(band)),
             high.within(r_max * np.exp(-band)),
         )
+
+
+def _gram_factors(Z, norms, dtype):
+    """``[z, |z|^2, 1]`` and ``[-2 z, 1, |z|^2]``: their products are ``|z_i - z_j|^2``.
+
+    In ``dtype``; ``norms`` are the rows' squared norms. A block's squared
+    distances are then one product, with no passes over the block for the norms.
+    """
+    n, k = Z.shape
+    left = np.empty((n, k + 2), dtype=dtype)
+    right = np.empty((n, k + 2), dtype=dtype)
+    left[:, :k] = Z
+    left[:, k] = norms
+    left[:, k + 1] = 1.0
+    np.multiply(left[:, :k], -2.0, out=right[:, :k])
+    right[:, k] = 1.0
+    right[:, k + 1] = left[:, k]
+    return left, right
 
 
 class _MostExtreme:
