@@ -281,7 +281,7 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     bad = bad.ravel()
     calls = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False):
+    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
         calls.append(z.copy())
         if len(calls) == 1:
             return bad.copy(), max_iter, False
@@ -306,3 +306,55 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     assert _all_pairs_distortion(pairs, z, k) <= (1 + _active.UNDO_RISE) * start
     active = set(zip(pairs.rows.tolist(), pairs.cols.tolist(), strict=True))
     assert set(zip(*low, strict=True)) | set(zip(*high, strict=True)) <= active
+
+
+@pytest.mark.parametrize("path", ["whitened L-BFGS-B", "lean all pairs", "embedded"])
+def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeypatch):
+    # With stop_at_tol a solve ends at the first iterate where the 2-norm of
+    # the gradient in the map's coordinates is at most tol (the certificate's
+    # test), not only where every entry is at most tol / sqrt(n_variables).
+    rng = np.random.default_rng(11)
+    k, tol = 3, 1e-2
+    if path == "whitened L-BFGS-B":
+        # Variances over four decades: the solver runs in whitened coordinates.
+        X = rng.standard_normal((100, 6)) * np.logspace(0, -2, 6)
+    elif path == "lean all pairs":
+        X = rng.standard_normal((160, 12))
+    else:
+        monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
+        X = rng.standard_normal((60, 80))
+    pairs = _ActivePairs(_Span(X).coords, working_set=20_000)
+    rank = pairs.X.shape[1]
+    pairs.reset(k)
+    embedded = path == "embedded"
+    if embedded:
+        # An active set of 600 pairs (all 1,770 would make the set complete).
+        pairs.complete = False
+        pairs._set(*_some_pairs(60, 600, seed=12))
+        assert pairs.embedded
+    else:
+        assert pairs.complete
+    objective = pairs.objective(k, 50.0, derandomized=False, penalty=0.0)
+    assert getattr(objective, "lean", False) == (path == "lean all pairs")
+    assert (pairs.scale is not None) == (path == "whitened L-BFGS-B")
+    z = rng.standard_normal(k * rank) / np.sqrt(k)
+
+    def grad_norm(z):
+        return np.linalg.norm(objective(z)[1])
+
+    assert grad_norm(z) > tol
+    z_plain, n_plain, _ = pairs._lbfgs(objective, z, tol, 2000, embedded=embedded)
+    z_stop, n_stop, converged = pairs._lbfgs(
+        objective, z, tol, 2000, embedded=embedded, stop_at_tol=True
+    )
+    assert converged and grad_norm(z_stop) <= tol
+    # The inf-norm test alone runs on well past it.
+    assert n_stop < n_plain and grad_norm(z_plain) < 0.5 * tol
+    if not embedded:
+        # One iteration fewer: the test did not hold yet (on the embedded
+        # points the test is a bound on this norm, so it may hold later).
+        z_before, n_before, converged = pairs._lbfgs(
+            objective, z, tol, n_stop - 1, stop_at_tol=True
+        )
+        assert n_before == n_stop - 1 and not converged
+        assert grad_norm(z_before) > tol

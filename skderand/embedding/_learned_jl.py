@@ -562,7 +562,14 @@ class LearnedJLTransformer(
                 )
             else:
                 z, n_iter = pairs.solve_stage(
-                    z, k, beta, max_iter=self.max_iter, tol=self.tol, rng=rng, **kwargs
+                    z,
+                    k,
+                    beta,
+                    max_iter=self.max_iter,
+                    tol=self.tol,
+                    rng=rng,
+                    final=final,
+                    **kwargs,
                 )
             n_iter_total += n_iter
             M = z[: k * rank].reshape(k, rank)
@@ -677,7 +684,9 @@ class LearnedJLTransformer(
         watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
         start = time.perf_counter()
         try:
-            z, n_iter, _ = pairs._lbfgs(watch, z, self.tol, self.max_iter)
+            z, n_iter, _ = pairs._lbfgs(
+                watch, z, self.tol, self.max_iter, stop_at_tol=final
+            )
         except _Decided as stop:
             pairs.stats["solve_s"] += time.perf_counter() - start
             return stop.z, watch.n_eval, stop.reason

@@ -113,7 +113,7 @@ class LBFGSMemory:
         return np.negative(d, out=d)
 
 
-def minimize_lbfgs(fun, x0, *, gtol, max_iter, memory=20, callback=None):
+def minimize_lbfgs(fun, x0, *, gtol, max_iter, memory=20, callback=None, stop=None):
     """Minimize ``fun`` (``x -> (value, gradient)``) from ``x0`` by L-BFGS.
 
     Parameters
@@ -132,13 +132,17 @@ def minimize_lbfgs(fun, x0, *, gtol, max_iter, memory=20, callback=None):
         Curvature pairs kept.
     callback : callable, default=None
         ``callback(n_iter, value)`` after each iteration.
+    stop : callable, default=None
+        ``stop(gradient) -> bool``: a second stopping test, also checked at the
+        start and after each iteration (for instance on another norm of the
+        gradient).
 
     Returns
     -------
     x : ndarray
         The last iterate.
     n_iter : int
-        Iterations taken. Fewer than ``max_iter`` when the gradient test
+        Iterations taken. Fewer than ``max_iter`` when a gradient test
         stopped it, or when no step along the steepest descent satisfies the
         Wolfe conditions any more (round-off: no further progress possible).
     """
@@ -147,7 +151,11 @@ def minimize_lbfgs(fun, x0, *, gtol, max_iter, memory=20, callback=None):
     f, g = fun(x)
     f = float(f)
     n_iter = 0
-    while n_iter < max_iter and float(np.max(np.abs(g), initial=0.0)) > gtol:
+    while (
+        n_iter < max_iter
+        and float(np.max(np.abs(g), initial=0.0)) > gtol
+        and not (stop is not None and stop(g))
+    ):
         d = state.direction(g)
         slope = float(g @ d)
         if not slope < 0.0:
