@@ -609,10 +609,15 @@ class _ActivePairs:
                 round_iter = min(round_iter, SATURATED_ROUND_ITER)
             budget = min(round_iter, max_iter - total)
             objective = self.objective(k, beta, **kwargs)
-            if single and round_iter <= ROUND_ITER:
-                # Not in the long rounds of tens of thousands of points: there
-                # float32 moved the 20,000 x 100 row's path (seed 0: 0.457 ->
-                # 0.462).
+            if single:
+                # In the long rounds of tens of thousands of points too (once
+                # they moved 20,000 x 100 from 0.457 to 0.462; long rounds that
+                # make things worse are now undone, see UNDO_RISE): 20,000 x
+                # 100 seeds 0 / 1 / 2 0.20099 / 0.20076 / 0.20069 in 62-67 /
+                # 61 / 61 s -> 0.20019 / 0.20313 / 0.20042 in 56 / 49 / 51 s;
+                # 50,000 x 50 (this and the final stage's stop at tol, see
+                # _lbfgs) 0.2708 in 299 s -> 0.2732 in 254 s (solves 116 ->
+                # 72 s); all certified, alone, one BLAS thread.
                 objective.single()
             z, n_iter, converged = self._lbfgs(
                 objective,

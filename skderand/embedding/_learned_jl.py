@@ -190,7 +190,8 @@ class LearnedJLTransformer(
         that span (and the scale, for ``algorithm="derandomized"``). The entries
         of ``sqrt(k) * components_`` are of order one; at sharpness 1000 the
         Hessian is badly conditioned, and tighter tolerances cost many
-        iterations for distortion changes in the third decimal.
+        iterations for distortion changes in the third decimal. The final
+        stage's solver stops as soon as this test holds.
     curvature_tol : float, default=None
         The certificate requires the smallest Hessian eigenvalue of the same
         surrogate, in the same coordinates, to be at least ``-curvature_tol``.
