@@ -24,9 +24,10 @@ each timed run stays short.
 import argparse
 import multiprocessing
 import os
-import resource
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy import sparse
@@ -40,6 +41,10 @@ from sklearn.random_projection import (
 )
 
 from skderand import LearnedJLTransformer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _resources import peak_resident_mib  # noqa: E402
 
 N_SEEDS = 20
 N_COMPONENTS = (10, 20, 40)
@@ -281,10 +286,10 @@ def blocked_distortion(X, Y, block=1024):
 def _fit_in_fresh_process(n, d, k):
     """Fit in this (spawned) process: time, peak RSS above the data, the map."""
     X = clustered_low_rank(n, d)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_resident_mib()
     jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return t, (peak - base) / 1024, peak / 1024, jl.components_, jl._fit_stats
+    peak = peak_resident_mib()
+    return t, peak - base, peak, jl.components_, jl._fit_stats
 
 
 def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):

@@ -31,7 +31,6 @@ import argparse
 import csv
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -49,6 +48,10 @@ from skderand.maxcut import (
     toroidal_grid_graph,
 )
 from skderand.maxcut._local_search import cut_value
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _resources import peak_resident_mib  # noqa: E402
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 GSET_NAMES = [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
@@ -303,25 +306,6 @@ def seeds_section(graphs, n_seeds, sa_reads):
             f"{sa_cuts.max():.0f}, std {sa_cuts.std():.2f}; ours >= SA for "
             f"{int(np.sum(ours >= sa_cuts))}/{n_seeds} seeds (same seed)"
         )
-
-
-def peak_resident_mib():
-    """Peak resident memory of this process image, in MiB.
-
-    ``VmHWM`` from ``/proc/self/status``: the high-water mark of this process's
-    own memory map. ``getrusage``'s ``ru_maxrss`` is not used: Linux keeps it
-    across ``exec``, so a child started by a large parent reports the parent's
-    peak (4 GiB in an earlier run of this script).
-    """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    # Elsewhere: ru_maxrss (KiB on Linux, bytes on macOS), an upper bound.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def large_child(name):

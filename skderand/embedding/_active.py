@@ -746,27 +746,27 @@ class _ActivePairs:
                 stop=stationary if stop_at_tol else None,
             )
         else:
-            # L-BFGS-B accepts the last point it evaluated: the callback sees
-            # that point's gradient and stops the solver there.
-            last = [None, None]
+            solved, on_iteration = fun, callback
+            if stop_at_tol:
+                # L-BFGS-B accepts the last point it evaluated: the callback
+                # sees that point's gradient and stops the solver there.
+                last = [None, None]
 
-            def tracked(y):
-                value, grad = fun(y)
-                last[:] = y.copy(), grad
-                return value, grad
+                def solved(y):
+                    value, grad = fun(y)
+                    last[:] = y.copy(), grad
+                    return value, grad
 
-            def on_iteration(intermediate_result):
-                if callback is not None:
-                    callback(intermediate_result)
-                if (
-                    stop_at_tol
-                    and np.array_equal(intermediate_result.x, last[0])
-                    and stationary(last[1])
-                ):
-                    raise StopIteration
+                def on_iteration(intermediate_result):
+                    if callback is not None:
+                        callback(intermediate_result)
+                    if np.array_equal(intermediate_result.x, last[0]) and (
+                        stationary(last[1])
+                    ):
+                        raise StopIteration
 
             res = minimize(
-                tracked,
+                solved,
                 y,
                 jac=True,
                 method="L-BFGS-B",
