@@ -3,7 +3,9 @@
 The rounds there optimize the embedded points of the active pairs (their
 gradient is the map's before its product with the coordinates), and new pairs'
 squared distances come from the blocked pass's stored Gram form where its
-round-off bound is within GRAM_RTOL.
+round-off bound is within GRAM_RTOL. Also the stages' solves: long rounds that
+make things worse are undone, and the final stage stops at the certificate's
+gradient test on every solver path.
 """
 
 import numpy as np
@@ -348,8 +350,8 @@ def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeyp
         objective, z, tol, 2000, embedded=embedded, stop_at_tol=True
     )
     assert converged and grad_norm(z_stop) <= tol
-    # The inf-norm test alone runs on well past it.
-    assert n_stop < n_plain and grad_norm(z_plain) < 0.5 * tol
+    # The inf-norm test alone runs on past it.
+    assert n_stop < n_plain and grad_norm(z_plain) <= tol
     if not embedded:
         # One iteration fewer: the test did not hold yet (on the embedded
         # points the test is a bound on this norm, so it may hold later).
