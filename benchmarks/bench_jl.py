@@ -101,16 +101,41 @@ def random_projection_stats(cls, X, k, X_test=None):
     return np.array(values), np.array(held_out), np.median(times)
 
 
-def split(est):
-    """Time split of a fit (active-set solves, blocked passes, polish, certificate)."""
+def split(est, seconds):
+    """Time split of a fit of ``seconds``, and whether it is certified.
+
+    Active-set solves, blocked passes, polish, certificate and the rest: the
+    set-up (the span of the data, the pairs' distances), the passes' work
+    outside the blocked products (the candidates' exact ratios) and the stages'
+    bookkeeping. The polish's own passes count in both the passes and the
+    polish. ``timed_fit`` silences the ``ConvergenceWarning``: an uncertified
+    fit says so here, with the test it failed.
+    """
     st = est._fit_stats
+    parts = st["solve_s"] + st["scan_s"] + st["polish_s"] + st["certify_s"]
     return (
         f"{est.n_iter_} iterations ({1e3 * st['solve_s'] / max(est.n_iter_, 1):.1f}"
         f" ms each in the solves), "
         f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
         f"({st['n_scans']}), polish {st['polish_s']:.1f} s, certificate "
-        f"{st['certify_s']:.1f} s, active set <= {st['max_active']} pairs"
+        f"{st['certify_s']:.1f} s, rest {seconds - parts:.1f} s, active set <= "
+        f"{st['max_active']} pairs, {certificate(est)}"
     )
+
+
+def certificate(est):
+    """``certified``, or which of the certificate's two tests failed."""
+    if est.certified_:
+        return "certified"
+    failed = []
+    if not est.grad_norm_ <= est.tol:
+        failed.append(f"gradient norm {est.grad_norm_:.1e} > tol {est.tol:g}")
+    if not est.min_hessian_eig_ >= -est.curvature_tol_:
+        failed.append(
+            f"smallest Hessian eigenvalue {est.min_hessian_eig_:.1e} < "
+            f"-{est.curvature_tol_:.1e}"
+        )
+    return f"uncertified ({', '.join(failed)})"
 
 
 def main(quick=False, only=None, extras=True):
@@ -163,7 +188,7 @@ def main(quick=False, only=None, extras=True):
                 f"{np.median(grp_ho):>7.3f} {pca_ho:>6.3f}",
                 flush=True,
             )
-            print(f"{'':<26}   learned: {split(jl)}", flush=True)
+            print(f"{'':<26}   learned: {split(jl, t_jl)}", flush=True)
     print(
         "\nlearned/derand: LearnedJLTransformer, algorithm='direct' (default) / "
         "'derandomized' (scale: its final scale_).\nratio: learned / GRP median. "
@@ -184,7 +209,7 @@ def breast_cancer(k=8):
     d_pca = distortion(X, exact_pca(k).fit_transform(X))
     print(
         f"\nbreast_cancer standardized 569x30, k={k}: learned "
-        f"{distortion(X, jl.transform(X)):.3f} in {t:.1f} s ({split(jl)}); "
+        f"{distortion(X, jl.transform(X)):.3f} in {t:.1f} s ({split(jl, t)}); "
         f"GRP median {np.median(grp):.3f}, best {grp.min():.3f}; PCA {d_pca:.3f}"
     )
 
@@ -244,7 +269,7 @@ def sparse_text(k=30):
     d_pca = distortion(Xd, exact_pca(k).fit_transform(Xd))
     print(
         f"\nsparse text-like 1500x4000 (1 % non-zeros, float32), k={k}: learned "
-        f"{distortion(Xd, jl.transform(X)):.3f} in {t:.1f} s ({split(jl)}); "
+        f"{distortion(Xd, jl.transform(X)):.3f} in {t:.1f} s ({split(jl, t)}); "
         f"GRP median {np.median(grp):.3f}; PCA {d_pca:.3f}"
     )
 
@@ -284,12 +309,13 @@ def blocked_distortion(X, Y, block=1024):
 
 
 def _fit_in_fresh_process(n, d, k):
-    """Fit in this (spawned) process: time, peak RSS above the data, the map."""
+    """Fit in this (spawned) process: time, peak RSS above the data, the map,
+    the time split and the certificate."""
     X = clustered_low_rank(n, d)
     base = peak_resident_mib()
     jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
     peak = peak_resident_mib()
-    return t, peak - base, peak, jl.components_, jl._fit_stats
+    return t, peak - base, peak, jl.components_, jl._fit_stats, certificate(jl)
 
 
 def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
@@ -300,7 +326,7 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
     ctx = multiprocessing.get_context("spawn")
     for n, d in rows:
         with ctx.Pool(1) as pool:
-            t, peak_fit, peak_total, components, stats = pool.apply(
+            t, peak_fit, peak_total, components, stats, certified = pool.apply(
                 _fit_in_fresh_process, (n, d, k)
             )
         X = clustered_low_rank(n, d)
@@ -313,6 +339,7 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
         ]
         d_pca = blocked_distortion(X, exact_pca(k).fit_transform(X))
         st = stats
+        rest = t - st["solve_s"] - st["scan_s"] - st["polish_s"] - st["certify_s"]
         print(
             f"clustered low-rank+noise {n}x{d}, k={k}: learned {d_jl:.3f} in "
             f"{t:.0f} s, peak memory of the fit {peak_fit:.0f} MiB above the data "
@@ -320,8 +347,8 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
             f"{np.median(grp):.3f}, PCA {d_pca:.3f}; ratio to GRP "
             f"{d_jl / np.median(grp):.2f}\n    learned: solves {st['solve_s']:.0f} s, "
             f"passes {st['scan_s']:.0f} s ({st['n_scans']}), polish "
-            f"{st['polish_s']:.0f} s, certificate {st['certify_s']:.0f} s, active "
-            f"set <= {st['max_active']} pairs",
+            f"{st['polish_s']:.0f} s, certificate {st['certify_s']:.0f} s, rest "
+            f"{rest:.0f} s, active set <= {st['max_active']} pairs, {certified}",
             flush=True,
         )
     print(f"# load average at the end {os.getloadavg()}")
