@@ -112,14 +112,20 @@ def split(est, seconds):
     fit says so here, with the test it failed.
     """
     st = est._fit_stats
-    parts = st["solve_s"] + st["scan_s"] + st["polish_s"] + st["certify_s"]
     return (
         f"{est.n_iter_} iterations ({1e3 * st['solve_s'] / max(est.n_iter_, 1):.1f}"
         f" ms each in the solves), "
         f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
         f"({st['n_scans']}), polish {st['polish_s']:.1f} s, certificate "
-        f"{st['certify_s']:.1f} s, rest {seconds - parts:.1f} s, active set <= "
-        f"{st['max_active']} pairs, {certificate(est)}"
+        f"{st['certify_s']:.1f} s, rest {rest_of_fit(st, seconds):.1f} s, "
+        f"active set <= {st['max_active']} pairs, {certificate(est)}"
+    )
+
+
+def rest_of_fit(stats, seconds):
+    """The fit's time outside its solves, passes, polish and certificate."""
+    return seconds - (
+        stats["solve_s"] + stats["scan_s"] + stats["polish_s"] + stats["certify_s"]
     )
 
 
@@ -339,7 +345,6 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
         ]
         d_pca = blocked_distortion(X, exact_pca(k).fit_transform(X))
         st = stats
-        rest = t - st["solve_s"] - st["scan_s"] - st["polish_s"] - st["certify_s"]
         print(
             f"clustered low-rank+noise {n}x{d}, k={k}: learned {d_jl:.3f} in "
             f"{t:.0f} s, peak memory of the fit {peak_fit:.0f} MiB above the data "
@@ -348,7 +353,8 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
             f"{d_jl / np.median(grp):.2f}\n    learned: solves {st['solve_s']:.0f} s, "
             f"passes {st['scan_s']:.0f} s ({st['n_scans']}), polish "
             f"{st['polish_s']:.0f} s, certificate {st['certify_s']:.0f} s, rest "
-            f"{rest:.0f} s, active set <= {st['max_active']} pairs, {certified}",
+            f"{rest_of_fit(st, t):.0f} s, active set <= {st['max_active']} pairs, "
+            f"{certified}",
             flush=True,
         )
     print(f"# load average at the end {os.getloadavg()}")
