@@ -310,6 +310,40 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     assert set(zip(*low, strict=True)) | set(zip(*high, strict=True)) <= active
 
 
+@pytest.mark.parametrize("long_rounds", [False, True])
+@pytest.mark.parametrize("beta", [15.625, 250.0])
+def test_float32_products_only_in_long_low_sharpness_rounds(
+    beta, long_rounds, monkeypatch
+):
+    # The products with X go to float32 only where they dominate: the long
+    # rounds (forced here through PASS_COST) at low sharpness; short rounds
+    # keep them in float64 (X M^T in float32 moved breast_cancer off its
+    # path), and sharp rounds keep everything in float64.
+    monkeypatch.setattr(_active, "PASS_COST", 50.0 if long_rounds else 0.0)
+    k = 4
+    pairs, z0 = _low_rank_stage(1, k, 24)
+    seen = []
+
+    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+        seen.append((objective._single is not None, objective._X32 is not None))
+        return z, 1, True
+
+    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    pairs.solve_stage(
+        z0,
+        k,
+        beta,
+        derandomized=False,
+        penalty=0.1,
+        max_iter=400,
+        tol=1e-2,
+        rng=np.random.RandomState(0),
+    )
+    low = beta < _active.FLOAT32_MAX_SHARPNESS
+    assert seen and all(single == low for single, _ in seen)
+    assert all(products == (low and long_rounds) for _, products in seen)
+
+
 @pytest.mark.parametrize("path", ["whitened L-BFGS-B", "lean all pairs", "embedded"])
 def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeypatch):
     # With stop_at_tol a solve ends at the first iterate where the 2-norm of

@@ -375,19 +375,22 @@ def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
         np.testing.assert_array_equal(obj.hessp(z, v), hv)
 
 
+@pytest.mark.parametrize("products", [False, True])
 @pytest.mark.parametrize("beta", [15.0, 60.0])
-def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta):
+def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta, products):
     # The low-sharpness active-set rounds evaluate the pair terms in float32
-    # (_PairObjective.single): value and gradient are those of the float64
-    # evaluation (checked against finite differences above) up to float32
-    # round-off amplified by the sharpness, far below what the rounds resolve;
-    # a collapsed pair stays finite. The float64 evaluation is left as it was.
+    # (_PairObjective.single), and the long rounds also the products with X:
+    # value and gradient are those of the float64 evaluation (checked against
+    # finite differences above) up to float32 round-off amplified by the
+    # sharpness, far below what the rounds resolve; a collapsed pair stays
+    # finite. The float64 evaluation is left as it was.
     rng = np.random.default_rng(6)
     X = rng.standard_normal((60, 8))
     exact = _direct_objective(_PairObjective, X, 3, penalty=0.1)
     single = _direct_objective(_PairObjective, X, 3, penalty=0.1)
     exact.beta = single.beta = beta
-    single.single()
+    single.single(products=products)
+    assert single.X.dtype == np.float64
     for z in 0.5 * rng.standard_normal((3, 24)):
         value, grad = exact(z)
         value32, grad32 = single(z)

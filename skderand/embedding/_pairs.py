@@ -683,8 +683,9 @@ class _PairObjective:
         self._hess_at = None
         # Work arrays reused by every evaluation (see _laplacian).
         self._buffers = {}
-        # The pair operators and distances in float32 (see single).
+        # The pair operators and distances in float32, and X (see single).
         self._single = None
+        self._X32 = None
 
     def _buffer(self, name, shape, dtype=np.float64):
         """A work array kept between evaluations (see :meth:`_laplacian`)."""
@@ -693,18 +694,27 @@ class _PairObjective:
             buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
         return buffer
 
-    def single(self):
+    def single(self, products=False):
         """Evaluate the direct surrogate's pair terms in float32 from now on.
 
         The pairs' differences, squared distances, log-ratios, soft-max weights
         and Laplacian product run in float32 (half the memory traffic, twice the
         SIMD width of ``log`` and ``exp``); ``X M^T`` and the gradient's product
-        with ``X`` stay in float64. The log-ratios are then off by about
-        ``1e-7``, the value and gradient by about ``1e-7 beta`` relative: for
-        the active-set rounds of low sharpness only (see
+        with ``X`` stay in float64 unless ``products``. The log-ratios are then
+        off by about ``1e-7``, the value and gradient by about ``1e-7 beta``
+        relative: for the active-set rounds of low sharpness only (see
         ``skderand.embedding._active.FLOAT32_MAX_SHARPNESS``). Certificates,
         Hessian-vector products and the derandomized surrogate stay float64.
+
+        With ``products`` the two ``n x d x k`` products with ``X`` run in
+        float32 too, on a float32 copy of ``X``: for the long rounds of tens of
+        thousands of points, where they are most of an evaluation (20,000 x
+        100, k = 20: about 6 of 9 ms, memory-bound on ``X``'s 16 MB). In the
+        short rounds ``X M^T`` in float32 moved breast_cancer off its path
+        (see :meth:`_at_points_single`).
         """
+        if products:
+            self._X32 = self.X.astype(np.float32)
         self._single = (
             self.B.astype(np.float32),
             self.BT.astype(np.float32),
@@ -759,8 +769,14 @@ class _PairObjective:
 
     def __call__(self, z):
         M, sigma = self.split(z)
-        value, grad_Y, d_sigma = self._at_points(self.X @ M.T, sigma)
-        grad_M = grad_Y.T @ self.X
+        if self._X32 is None:
+            value, grad_Y, d_sigma = self._at_points(self.X @ M.T, sigma)
+            grad_M = grad_Y.T @ self.X
+        else:
+            # Float32 products (see single); the solver gets a float64 gradient.
+            Y = self._X32 @ M.T.astype(np.float32)
+            value, grad_Y, d_sigma = self._at_points(Y, sigma)
+            grad_M = (grad_Y.T @ self._X32).astype(np.float64)
         if not self.derandomized:
             return value, grad_M.ravel()
         return value, np.append(grad_M.ravel(), d_sigma)
@@ -798,7 +814,7 @@ class _PairObjective:
         # arrays; about 5 % off these evaluations): digits k = 20 seeds 0-15
         # 0.27410 against 0.27352 on average.
         B, BT, d2 = self._single
-        diff = B @ Y.astype(np.float32)
+        diff = B @ Y.astype(np.float32, copy=False)
         r = np.einsum("ij,ij->i", diff, diff)
         np.maximum(r, 0.0, out=r)
         r /= d2
