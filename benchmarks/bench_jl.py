@@ -108,8 +108,8 @@ def split(est, seconds):
     set-up (the span of the data, the pairs' distances), the passes' work
     outside the blocked products (the candidates' exact ratios) and the stages'
     bookkeeping. The passes run by the polish and the certificate count in
-    the passes only. ``timed_fit`` silences the ``ConvergenceWarning``: an uncertified
-    fit says so here, with the test it failed.
+    the passes only. ``timed_fit`` silences the ``ConvergenceWarning``: an
+    uncertified fit says so here, with the test it failed.
     """
     st = est._fit_stats
     return (

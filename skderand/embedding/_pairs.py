@@ -709,9 +709,9 @@ class _PairObjective:
         With ``products`` the two ``n x d x k`` products with ``X`` run in
         float32 too, on a float32 copy of ``X``: for the long rounds of tens of
         thousands of points, where they are most of an evaluation (20,000 x
-        100, k = 20: about 6 of 9 ms, memory-bound on ``X``'s 16 MB). In the
-        short rounds ``X M^T`` in float32 moved breast_cancer off its path
-        (see :meth:`_at_points_single`).
+        100, k = 20: about 6 of 9 ms, profiled). In the short rounds ``X M^T``
+        in float32 moved breast_cancer off its path (see
+        :meth:`_at_points_single`).
         """
         if products:
             self._X32 = self.X.astype(np.float32)
