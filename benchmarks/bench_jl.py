@@ -23,7 +23,6 @@ each timed run stays short.
 
 import argparse
 import multiprocessing
-import os
 import sys
 import time
 import warnings
@@ -44,7 +43,7 @@ from skderand import LearnedJLTransformer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _resources import peak_resident_mib  # noqa: E402
+from _resources import machine_conditions, peak_resident_mib  # noqa: E402
 
 N_SEEDS = 20
 N_COMPONENTS = (10, 20, 40)
@@ -145,11 +144,7 @@ def certificate(est):
 
 
 def main(quick=False, only=None, extras=True):
-    print(
-        f"# load average {os.getloadavg()}, BLAS threads: OMP_NUM_THREADS="
-        f"{os.environ.get('OMP_NUM_THREADS')}, OPENBLAS_NUM_THREADS="
-        f"{os.environ.get('OPENBLAS_NUM_THREADS')}"
-    )
+    print(f"# {machine_conditions()}")
     header = (
         f"{'data set':<22} {'k':>3} | {'learned':>7} {'time s':>6} {'derand':>7} "
         f"{'time s':>6} {'scale':>8} | {'GRP med':>7} {'GRP best':>8} "
@@ -204,7 +199,7 @@ def main(quick=False, only=None, extras=True):
         breast_cancer()
         smallest_k_gaussian()
         sparse_text()
-    print(f"# load average at the end {os.getloadavg()}")
+    print(f"# at the end: {machine_conditions()}")
 
 
 def breast_cancer(k=8):
@@ -325,12 +320,10 @@ def _fit_in_fresh_process(n, d, k):
 
 
 def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
-    print(
-        f"# large rows, load average {os.getloadavg()}, BLAS threads: "
-        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
-    )
     ctx = multiprocessing.get_context("spawn")
     for n, d in rows:
+        # Minutes per row: the machine's speed before each.
+        print(f"# large row {n}x{d}: {machine_conditions()}", flush=True)
         with ctx.Pool(1) as pool:
             t, peak_fit, peak_total, components, stats, certified = pool.apply(
                 _fit_in_fresh_process, (n, d, k)
@@ -357,7 +350,7 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
             f"{certified}",
             flush=True,
         )
-    print(f"# load average at the end {os.getloadavg()}")
+    print(f"# at the end: {machine_conditions()}")
 
 
 if __name__ == "__main__":
@@ -386,13 +379,14 @@ if __name__ == "__main__":
         sizes = args.large or ["20000x100", "50000x50"]
         large(rows=[tuple(int(v) for v in size.split("x")) for size in sizes])
     elif args.sparse:
-        print(f"# load average {os.getloadavg()}")
+        print(f"# {machine_conditions()}")
         sparse_text()
+        print(f"# at the end: {machine_conditions()}")
     elif args.extras:
-        print(f"# load average {os.getloadavg()}")
+        print(f"# {machine_conditions()}")
         breast_cancer()
         smallest_k_gaussian()
-        print(f"# load average at the end {os.getloadavg()}")
+        print(f"# at the end: {machine_conditions()}")
     elif args.only:
         main(only=args.only, extras=False)
     else:
