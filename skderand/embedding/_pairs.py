@@ -769,14 +769,13 @@ class _PairObjective:
 
     def __call__(self, z):
         M, sigma = self.split(z)
-        if self._X32 is None:
-            value, grad_Y, d_sigma = self._at_points(self.X @ M.T, sigma)
-            grad_M = grad_Y.T @ self.X
-        else:
-            # Float32 products (see single); the solver gets a float64 gradient.
-            Y = self._X32 @ M.T.astype(np.float32)
-            value, grad_Y, d_sigma = self._at_points(Y, sigma)
-            grad_M = (grad_Y.T @ self._X32).astype(np.float64)
+        # X itself, or its float32 copy (see single); the solver always gets a
+        # float64 gradient (the casts are no-ops in float64).
+        X = self.X if self._X32 is None else self._X32
+        value, grad_Y, d_sigma = self._at_points(
+            X @ M.T.astype(X.dtype, copy=False), sigma
+        )
+        grad_M = (grad_Y.T @ X).astype(np.float64, copy=False)
         if not self.derandomized:
             return value, grad_M.ravel()
         return value, np.append(grad_M.ravel(), d_sigma)
