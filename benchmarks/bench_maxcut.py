@@ -51,7 +51,7 @@ from skderand.maxcut._local_search import cut_value
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _resources import peak_resident_mib  # noqa: E402
+from _resources import machine_conditions, peak_resident_mib  # noqa: E402
 
 GSET = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "gset"
 GSET_NAMES = [f"G{i}" for i in list(range(1, 23)) + list(range(43, 48))]
@@ -393,9 +393,8 @@ def main(argv=None):
     ).stdout.strip()
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}")
     print(
-        f"# load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
-        f"{os.getloadavg()[2]:.2f} on {os.cpu_count()} cores; BLAS threads "
-        f"{', '.join(blas)}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+        f"# {machine_conditions()}; {os.cpu_count()} cores, BLAS pools "
+        f"{', '.join(blas)}"
     )
     print(
         "# ours: DeterministicMaxCut() defaults; stage columns: SDP, dual bound, "
@@ -412,7 +411,13 @@ def main(argv=None):
         generated = {name: GENERATED[name] for name in args.only.split(",")}
     if args.seeds:
         seeds_section(generated, args.seeds, args.sa_reads)
-        return
+    else:
+        sections(args, generated, dwave)
+    print(f"\n# at the end: {machine_conditions()}")
+
+
+def sections(args, generated, dwave):
+    """The Gset, generated and (with --large) 100,000-vertex sections."""
     if not args.no_gset:
         names = args.graphs.split(",") if args.graphs else GSET_NAMES
         print("\n## Gset")

@@ -101,6 +101,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _real_data import LOADERS, TRANSFORMS, load, make_preprocessor  # noqa: E402
+from _resources import machine_conditions  # noqa: E402
 
 import skderand  # noqa: E402
 from skderand import (  # noqa: E402
@@ -308,14 +309,13 @@ def _print_header(args, params, clf_params):
             commit += " plus uncommitted changes in skderand/"
     except (OSError, subprocess.CalledProcessError):
         commit = "not a git checkout"
-    load1, load5, load15 = os.getloadavg()
     print(f"# bench_real_data, {time.strftime('%Y-%m-%d %H:%M %Z')}")
     print(f"# skderand from {source} (commit {commit})")
     if args.label:
         print(f"# {args.label}")
     print(
-        f"# load average {load1:.2f} {load5:.2f} {load15:.2f} on {os.cpu_count()} "
-        f"cores; BLAS and OpenMP threads per fit: {args.threads or 'library default'} "
+        f"# {machine_conditions()}; {os.cpu_count()} cores; BLAS and OpenMP "
+        f"threads per fit: {args.threads or 'library default'} "
         f"(process default: {', '.join(pools) or 'none'}); n_jobs {args.n_jobs}"
     )
     print(
@@ -615,8 +615,7 @@ def main(argv=None):
         _classification_summary(classification_rows)
         print()
     _time_summary(all_results)
-    load1, load5, load15 = os.getloadavg()
-    print(f"load average at the end: {load1:.2f} {load5:.2f} {load15:.2f}")
+    print(f"# at the end: {machine_conditions()}")
 
 
 if __name__ == "__main__":
