@@ -162,3 +162,28 @@ def test_a_failure_of_the_curvature_condition_alone_warns():
     assert est.min_hessian_eig_ < -1e-3
     assert not est.certified_
     assert len(caught) == 1 and "smallest Hessian eigenvalue" in str(caught[0].message)
+
+
+def test_raising_max_iter_as_advised_lets_the_final_stage_go_on():
+    # The advice in the warning must have an effect: an active-set fit (300
+    # points near a 10-dimensional subspace, k = 4) whose final stage is far
+    # from stationary at max_iter=400 spends the raised budget in that stage.
+    # Its earlier stages stop after a fixed number of rounds (400 iterations),
+    # so the two fits share their path up to the smaller budget. Before the
+    # final stage ran on to max_iter it ended at 400 iterations whatever
+    # max_iter was.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 10)) @ rng.standard_normal((10, 60))
+    X += 0.3 * rng.standard_normal(X.shape)
+    fits = {}
+    for max_iter in (400, 800):
+        est = LearnedJLTransformer(4, max_iter=max_iter, random_state=0)
+        fits[max_iter] = (est, _fit_recording(est, X, None))
+    base, caught = fits[400]
+    assert base.grad_norm_ > 10 * base.tol
+    assert len(caught) == 1 and "Increase max_iter" in str(caught[0].message)
+    raised, _ = fits[800]
+    assert raised.n_iter_ > base.n_iter_
+    if not raised.certified_:
+        # Uncertified again: the final stage spent every added iteration.
+        assert raised.n_iter_ >= base.n_iter_ + 400

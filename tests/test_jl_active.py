@@ -5,8 +5,9 @@ gradient is the map's before its product with the coordinates), and new pairs'
 squared distances come from the blocked pass's stored Gram form where its
 round-off bound is within GRAM_RTOL. Also the stages' solves: long rounds that
 make things worse are undone, the final stage stops at the certificate's
-gradient test on every solver path, and a fit in long rounds (thousands of
-points, float32 products) against random projections and PCA.
+gradient test on every solver path and goes on until then or max_iter, and a
+fit in long rounds (thousands of points, float32 products) against random
+projections and PCA.
 """
 
 import numpy as np
@@ -312,6 +313,54 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     assert _all_pairs_distortion(pairs, z, k) <= (1 + _active.UNDO_RISE) * start
     active = set(zip(pairs.rows.tolist(), pairs.cols.tolist(), strict=True))
     assert set(zip(*low, strict=True)) | set(zip(*high, strict=True)) <= active
+
+
+@pytest.mark.parametrize("converges_in_round", [None, 15])
+@pytest.mark.parametrize("final", [False, True])
+def test_only_the_final_stage_runs_on_to_max_iter(
+    final, converges_in_round, monkeypatch
+):
+    # An earlier stage stops after MAX_ROUNDS rounds; the final stage goes on
+    # round after round until its solver converges (and a pass finds no pair
+    # overtaking the extremes) or max_iter is spent: max_iter is the budget a
+    # ConvergenceWarning asks to raise. Its rounds' budgets add up to at most
+    # max_iter.
+    monkeypatch.setattr(_active, "PASS_COST", 0.0)  # rounds of ROUND_ITER
+    k, max_iter = 4, 1000
+    pairs, z0 = _low_rank_stage(2, k, 24)
+    budgets = []
+
+    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+        # Spends its whole budget without moving, until the given round.
+        budgets.append(max_iter)
+        converged = (
+            converges_in_round is not None and len(budgets) >= converges_in_round
+        )
+        return z, (1 if converged else max_iter), converged
+
+    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    _, total = pairs.solve_stage(
+        z0,
+        k,
+        250.0,
+        derandomized=False,
+        penalty=0.1,
+        max_iter=max_iter,
+        tol=1e-2,
+        rng=np.random.RandomState(0),
+        final=final,
+    )
+    if not final:
+        assert len(budgets) == _active.MAX_ROUNDS
+        assert total == sum(budgets) < max_iter
+    elif converges_in_round is None:
+        assert len(budgets) > _active.MAX_ROUNDS
+        assert total == sum(budgets) == max_iter
+    else:
+        # The map does not move, so the pass after the converged round finds
+        # no pair overtaking: the stage ends there, within its budget.
+        assert len(budgets) == converges_in_round
+        assert total == sum(budgets[:-1]) + 1 < max_iter
 
 
 @pytest.mark.parametrize("long_rounds", [False, True])
