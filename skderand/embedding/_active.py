@@ -589,7 +589,7 @@ class _ActivePairs:
             # k = 10 0.642406 -> 0.642146, certified (+0.4 s); the sparse
             # text-like set k = 30 0.3903 in 4.9 s -> 0.3688 in 8.3 s, still
             # uncertified (max_iter=2000: 0.3589 in 13.1 s, certified;
-            # max_iter=400: today's 0.3903 in 5.2 s); breast_cancer k = 4,
+            # max_iter=400: the former 0.3903 in 5.2 s); breast_cancer k = 4,
             # digits and low-rank 500 x 200 k = 5 (distortion above 0.86, far
             # from stationary) 0.9416 / 0.9682 / 0.8632 -> 0.9367 / 0.9679 /
             # 0.8601, uncertified, +0.3-0.4 s each.
