@@ -397,6 +397,44 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
     assert all(products == (low and long_rounds) for _, products in seen)
 
 
+@pytest.mark.parametrize("derandomized", [False, True])
+@pytest.mark.parametrize("beta", [15.625, 1000.0])
+def test_rounds_on_embedded_points_evaluate_in_float32_at_every_sharpness(
+    beta, derandomized, monkeypatch
+):
+    # On a span of n - 1 dimensions the rounds optimize the embedded points
+    # and the pair terms are the whole evaluation: float32 at every sharpness
+    # (see FLOAT32_MAX_SHARPNESS), without the float32 products with X (no
+    # such product there). The derandomized surrogate stays in float64.
+    monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
+    rng = np.random.default_rng(3)
+    k = 2
+    pairs = _ActivePairs(_Span(rng.standard_normal((200, 300))).coords, 400)
+    pairs.reset(k)
+    assert pairs.embedded and not pairs.complete
+    rank = pairs.X.shape[1]
+    seen = []
+
+    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+        seen.append((objective._single is not None, objective._X32 is not None))
+        return z, 1, True
+
+    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    z0 = rng.standard_normal(k * rank + derandomized) / np.sqrt(rank)
+    pairs.solve_stage(
+        z0,
+        k,
+        beta,
+        derandomized=derandomized,
+        penalty=0.1,
+        max_iter=100,
+        tol=1e-2,
+        rng=np.random.RandomState(0),
+    )
+    assert seen and all(single != derandomized for single, _ in seen)
+    assert not any(products for _, products in seen)
+
+
 @pytest.mark.parametrize("path", ["whitened L-BFGS-B", "lean all pairs", "embedded"])
 def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeypatch):
     # With stop_at_tol a solve ends at the first iterate where the 2-norm of

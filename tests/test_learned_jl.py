@@ -376,14 +376,15 @@ def test_evaluations_reusing_work_arrays_leave_earlier_results_intact(cls):
 
 
 @pytest.mark.parametrize("products", [False, True])
-@pytest.mark.parametrize("beta", [15.0, 60.0])
+@pytest.mark.parametrize("beta", [15.0, 60.0, 1000.0])
 def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta, products):
     # The low-sharpness active-set rounds evaluate the pair terms in float32
-    # (_PairObjective.single), and the long rounds also the products with X:
-    # value and gradient are those of the float64 evaluation (checked against
-    # finite differences above) up to float32 round-off amplified by the
-    # sharpness, far below what the rounds resolve; a collapsed pair stays
-    # finite. The float64 evaluation is left as it was.
+    # (_PairObjective.single), and the long rounds also the products with X;
+    # the rounds on embedded points do so at every sharpness (up to 1000 by
+    # default): value and gradient are those of the float64 evaluation
+    # (checked against finite differences above) up to float32 round-off
+    # amplified by the sharpness, far below what the rounds resolve; a
+    # collapsed pair stays finite. The float64 evaluation is left as it was.
     rng = np.random.default_rng(6)
     X = rng.standard_normal((60, 8))
     exact = _direct_objective(_PairObjective, X, 3, penalty=0.1)
@@ -398,6 +399,11 @@ def test_float32_evaluation_is_the_surrogate_to_float32_round_off(beta, products
         assert np.linalg.norm(grad32 - grad) <= 1e-4 * np.linalg.norm(grad)
         assert grad32.dtype == np.float64
         assert exact(z)[0] == value
+        Y = X @ z.reshape(3, 8).T
+        value, grad = exact.embedded(Y)
+        value32, grad32 = single.embedded(Y)
+        assert abs(value32 - value) <= 1e-5 * abs(value)
+        assert np.linalg.norm(grad32 - grad) <= 1e-4 * np.linalg.norm(grad)
     # Two coincident embedded points (a map whose rows annihilate one pair's
     # difference): the float32 floor keeps the value and gradient finite.
     d = X[0] - X[1]
