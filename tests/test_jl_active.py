@@ -397,16 +397,19 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
     assert all(products == (low and long_rounds) for _, products in seen)
 
 
+@pytest.mark.parametrize("long_rounds", [False, True])
 @pytest.mark.parametrize("derandomized", [False, True])
 @pytest.mark.parametrize("beta", [15.625, 1000.0])
 def test_rounds_on_embedded_points_evaluate_in_float32_at_every_sharpness(
-    beta, derandomized, monkeypatch
+    beta, derandomized, long_rounds, monkeypatch
 ):
     # On a span of n - 1 dimensions the rounds optimize the embedded points
     # and the pair terms are the whole evaluation: float32 at every sharpness
-    # (see FLOAT32_MAX_SHARPNESS), without the float32 products with X (no
-    # such product there). The derandomized surrogate stays in float64.
+    # (see FLOAT32_MAX_SHARPNESS), and no float32 copy of X even in long
+    # rounds (no product with X there; the copy would be n x (n - 1)). The
+    # derandomized surrogate stays in float64.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
+    monkeypatch.setattr(_active, "PASS_COST", 50.0 if long_rounds else 0.0)
     rng = np.random.default_rng(3)
     k = 2
     pairs = _ActivePairs(_Span(rng.standard_normal((200, 300))).coords, 400)

@@ -669,7 +669,9 @@ class _ActivePairs:
                 # 0.20211 / 0.20113 / 0.20304 in 36 / 38 / 41 / 41 / 52 s
                 # (solves 9.3 -> 7.3 ms per iteration; 0.3 % higher on average);
                 # 50,000 x 50 seed 0 0.27322 in 183 s -> 0.27490 in 150-187 s.
-                objective.single(products=long_rounds)
+                # (Not on embedded points: no product with X there, and the
+                # copy would be n x (n - 1).)
+                objective.single(products=long_rounds and not self.embedded)
             z, n_iter, converged = self._lbfgs(
                 objective,
                 z,
