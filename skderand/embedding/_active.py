@@ -214,9 +214,11 @@ class _ActivePairs:
     def scan(self, M, n_extreme=0, band=np.inf, range_fraction=0.0, known=None):
         """One blocked pass over all pairs under the map ``M`` (see _PairScanner)."""
         start = time.perf_counter()
-        Y = self.X @ M.T
-        # Centring Y keeps the Gram form |y_i|^2 + |y_j|^2 - 2 y_i.y_j accurate.
-        Y -= Y.mean(axis=0)
+        # The embedded points kept for M (the candidates' exact ratios ask for
+        # them next; on embedded points the round's own), centred into a new
+        # array: the Gram form |y_i|^2 + |y_j|^2 - 2 y_i.y_j stays accurate.
+        Y = self._embed(M)
+        Y = Y - Y.mean(axis=0)
         out = self.scanner.scan(Y, n_extreme, band, range_fraction, known)
         self.stats["scan_s"] += time.perf_counter() - start
         self.stats["n_scans"] += 1
