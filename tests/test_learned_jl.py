@@ -440,13 +440,16 @@ def test_weighted_transpose_product_is_exactly_the_weighted_sum():
 
 
 @pytest.mark.parametrize("sizes", [(4, 4), (3, 7), (6, 2)])
-def test_polish_dual_solves_the_two_simplex_quadratic(sizes):
+def test_polish_dual_solves_the_two_simplex_quadratic(sizes, monkeypatch):
     # max c.u - rho/2 u^T Q u over two simplices of different sizes (the
     # shorter is padded for the projection). Optimality: u is feasible and no
     # feasible point does better, checked against the KKT conditions: on each
-    # simplex, the gradient is largest (and equal) on the support.
+    # simplex, the gradient is largest (and equal) on the support. Solved to
+    # the end (no stop at a relative duality gap).
+    from skderand.embedding import _polish
     from skderand.embedding._polish import _dual
 
+    monkeypatch.setattr(_polish, "DUAL_GAP", 0.0)
     rng = np.random.default_rng(sum(sizes))
     n_high, n_low = sizes
     G = rng.standard_normal((n_high + n_low, 3))
@@ -463,6 +466,70 @@ def test_polish_dual_solves_the_two_simplex_quadratic(sizes):
         support = w > 1e-9
         assert g[support].max() - g[support].min() < 1e-6
         assert g[~support].max(initial=-np.inf) <= g[support].min() + 1e-6
+
+
+def _prox_linear_model(seed, n_high, n_low, n_variables=5):
+    """A prox-linear step's data from explicit gradients ``g_p`` of the pairs.
+
+    Returns ``l``, the signs, the ``g_p`` and the dual's ``c = sign * l`` and
+    ``Q``, the Gram matrix of the ``sign_p g_p``.
+    """
+    rng = np.random.default_rng(seed)
+    m = n_high + n_low
+    g = rng.standard_normal((m, n_variables))
+    l = rng.standard_normal(m)
+    sign = np.concatenate([np.ones(n_high), -np.ones(n_low)])
+    signed = sign[:, None] * g
+    return l, sign, g, sign * l, signed @ signed.T
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_polish_duality_gap_is_primal_minus_dual(seed):
+    # The proximal minimax at the step D = -rho sum_p u_p sign_p g_p,
+    # max_high (l + g.D) - min_low (l + g.D) + |D|^2 / (2 rho), minus the dual
+    # c.u - rho/2 u^T Q u, divided by F - dual (F = max l_high - min l_low):
+    # what _dual_gap returns, at any feasible u; 0 only at the dual's optimum.
+    from skderand.embedding._polish import _dual_gap
+
+    n_high, n_low, rho = 4, 6, 0.7
+    l, sign, g, c, Q = _prox_linear_model(seed, n_high, n_low)
+    rng = np.random.default_rng(100 + seed)
+    u = np.concatenate([rng.dirichlet(np.ones(n_high)), rng.dirichlet(np.ones(n_low))])
+    D = -rho * (u * sign) @ g
+    moved = l + g @ D
+    primal = moved[:n_high].max() - moved[n_high:].min() + D @ D / (2 * rho)
+    dual = c @ u - 0.5 * rho * u @ Q @ u
+    F = l[:n_high].max() - l[n_high:].min()
+    assert primal - dual > 0
+    assert _dual_gap(c, Q, n_high, rho, u) == pytest.approx(
+        (primal - dual) / (F - dual), rel=1e-10
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_polish_dual_stops_at_its_relative_gap(seed, monkeypatch):
+    # With the default stop, the dual's point has a relative duality gap of at
+    # most DUAL_GAP (checked with the explicit primal, as above; these problems
+    # reach it within the iteration budget); solved to the end, below 1e-9.
+    from skderand.embedding import _polish
+
+    n_high, n_low, rho = 5, 8, 0.3
+    l, sign, g, c, Q = _prox_linear_model(10 + seed, n_high, n_low, n_variables=40)
+    u0 = np.concatenate([np.full(n_high, 1 / n_high), np.full(n_low, 1 / n_low)])
+
+    def relative_gap(u):
+        D = -rho * (u * sign) @ g
+        moved = l + g @ D
+        primal = moved[:n_high].max() - moved[n_high:].min() + D @ D / (2 * rho)
+        dual = c @ u - 0.5 * rho * u @ Q @ u
+        return (primal - dual) / (l[:n_high].max() - l[n_high:].min() - dual)
+
+    stopped = _polish._dual(c, Q, n_high, rho, u0)
+    assert 0 <= relative_gap(stopped) <= _polish.DUAL_GAP
+    monkeypatch.setattr(_polish, "DUAL_GAP", 0.0)
+    monkeypatch.setattr(_polish, "DUAL_ITER", 20_000)
+    exact = _polish._dual(c, Q, n_high, rho, u0)
+    assert relative_gap(exact) < 1e-9
 
 
 def _scan_case(monkeypatch, seed):
