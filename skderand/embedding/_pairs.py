@@ -660,12 +660,10 @@ class _PairObjective:
         # Restrict the data to the rows that occur in a pair: the cost of an
         # evaluation is then O(n_used * d * k + n_pairs * k).
         used, ri, ci = _compact_pairs(X.shape[0], rows, cols)
-        # X itself when every point is used: the copy X[used] (the same
-        # numbers) cost 3-4 ms per active-set round on the sparse text-like
-        # set (1,500 x 1,499 coordinates, 40 rounds).
-        self.X = X if used.size == X.shape[0] else X[used]
-        # The rows of X in the pairs (see embedded).
+        # The rows of X in the pairs (see embedded), gathered on first use
+        # (see the property X).
         self.used = used
+        self._X_all, self._X = X, None
         self.B = difference_matrix(ri, ci, used.size)
         self.BT = self.B.T.tocsr()
         # B^T with its entries (+-1) times the pair weights, refilled by each
@@ -673,10 +671,25 @@ class _PairObjective:
         self._BT_weighted = self.BT.copy()
         self._setup(d2, n_components, derandomized, penalty)
 
+    @property
+    def X(self):
+        """The coordinates of the points in the pairs (rows ``used`` of the data).
+
+        Gathered on first use: rounds on embedded points (see
+        :meth:`embedded`) never use them, and the copies ``X[used]`` of the
+        sparse text-like set's rounds that leave a point out (1,500 x 1,499
+        coordinates) took 0.1 s of its fit. X itself when every point is
+        used (a copy cost 3-4 ms per round there).
+        """
+        if self._X is None:
+            X, used = self._X_all, self.used
+            self._X = X if used.size == X.shape[0] else X[used]
+        return self._X
+
     def _setup(self, d2, n_components, derandomized, penalty):
         self.d2 = d2
         self.k = n_components
-        self.d = self.X.shape[1]
+        self.d = self._X_all.shape[1]
         self.derandomized = derandomized
         self.penalty = penalty
         self.beta = 1.0
@@ -959,7 +972,7 @@ class _GramObjective(_PairObjective):
     """
 
     def __init__(self, X, threshold, n_components, *, derandomized, penalty):
-        self.X = X
+        self._X_all = self._X = X
         n = X.shape[0]
         sq = np.einsum("ij,ij->i", X, X)
         d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
