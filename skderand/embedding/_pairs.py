@@ -678,8 +678,8 @@ class _PairObjective:
         Gathered on first use: rounds on embedded points (see
         :meth:`embedded`) never use them, and the copies ``X[used]`` of the
         sparse text-like set's rounds that leave a point out (1,500 x 1,499
-        coordinates) took 0.1 s of its fit. X itself when every point is
-        used (a copy cost 3-4 ms per round there).
+        coordinates) took 0.1 s of its fit. When every point is used this is
+        X itself, not a copy (which cost 3-4 ms per round).
         """
         if self._X is None:
             X, used = self._X_all, self.used
@@ -949,8 +949,8 @@ class _PairObjective:
         """``H_Y[V]`` at the point of the last :meth:`_hess_setup`."""
         _, Y, q, diff, g, soft = self._hess_at
         s, dV = self._dots(Y, V, diff)
-        # The floor of _floored_ratios (float32's smallest normal number in
-        # float32: 1e-300 rounds to 0 there).
+        # The floor of _floored_ratios; in float32 its smallest normal number
+        # (1e-300 rounds to 0 there).
         floor = 1e-300 if q.dtype == np.float64 else np.finfo(q.dtype).tiny
         q = np.maximum(q, floor)
         dl = 2.0 * s / q

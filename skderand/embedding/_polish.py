@@ -83,8 +83,8 @@ MIN_DECREASE = 1e-7
 RHO_SHRINK_LIMIT = 1e-8
 # Projected-gradient iterations of the dual (warm-started from the last step).
 DUAL_ITER = 150
-# ... or until the duality gap, relative to the decrease the model can predict
-# (see _dual_gap), is at most DUAL_GAP, checked every DUAL_CHECK iterations.
+# ... or until the duality gap, relative to F - dual (see _dual_gap), is at most
+# DUAL_GAP, checked every DUAL_CHECK iterations.
 # Every dual of the benchmark fits ran its 150 iterations, where the relative
 # gap was 1e-10 to 1e-4; it falls below 1e-3 after about 40. Alternating A/B,
 # seeds 0 / 1, alone: the distortions within 2e-5 on every main-table set and
