@@ -483,27 +483,34 @@ def _prox_linear_model(seed, n_high, n_low, n_variables=5):
     return l, sign, g, sign * l, signed @ signed.T
 
 
+def _explicit_gap(l, sign, g, c, Q, n_high, rho, u):
+    """Primal minus dual of the prox-linear step at ``u``, and ``F - dual``.
+
+    The primal is the proximal minimax at the step ``D = -rho sum_p u_p
+    sign_p g_p``, ``max_high (l + g.D) - min_low (l + g.D) + |D|^2 / (2
+    rho)``; the dual ``c.u - rho/2 u^T Q u``; ``F = max l_high - min l_low``.
+    """
+    D = -rho * (u * sign) @ g
+    moved = l + g @ D
+    primal = moved[:n_high].max() - moved[n_high:].min() + D @ D / (2 * rho)
+    dual = c @ u - 0.5 * rho * u @ Q @ u
+    return primal - dual, l[:n_high].max() - l[n_high:].min() - dual
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_polish_duality_gap_is_primal_minus_dual(seed):
-    # The proximal minimax at the step D = -rho sum_p u_p sign_p g_p,
-    # max_high (l + g.D) - min_low (l + g.D) + |D|^2 / (2 rho), minus the dual
-    # c.u - rho/2 u^T Q u, divided by F - dual (F = max l_high - min l_low):
-    # what _dual_gap returns, at any feasible u; 0 only at the dual's optimum.
+    # The gap of the explicit primal (see _explicit_gap) and the dual, divided
+    # by F - dual: what _dual_gap returns, at any feasible u; 0 only at the
+    # dual's optimum.
     from skderand.embedding._polish import _dual_gap
 
     n_high, n_low, rho = 4, 6, 0.7
     l, sign, g, c, Q = _prox_linear_model(seed, n_high, n_low)
     rng = np.random.default_rng(100 + seed)
     u = np.concatenate([rng.dirichlet(np.ones(n_high)), rng.dirichlet(np.ones(n_low))])
-    D = -rho * (u * sign) @ g
-    moved = l + g @ D
-    primal = moved[:n_high].max() - moved[n_high:].min() + D @ D / (2 * rho)
-    dual = c @ u - 0.5 * rho * u @ Q @ u
-    F = l[:n_high].max() - l[n_high:].min()
-    assert primal - dual > 0
-    assert _dual_gap(c, Q, n_high, rho, u) == pytest.approx(
-        (primal - dual) / (F - dual), rel=1e-10
-    )
+    gap, distance = _explicit_gap(l, sign, g, c, Q, n_high, rho, u)
+    assert gap > 0
+    assert _dual_gap(c, Q, n_high, rho, u) == pytest.approx(gap / distance, rel=1e-10)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -518,11 +525,8 @@ def test_polish_dual_stops_at_its_relative_gap(seed, monkeypatch):
     u0 = np.concatenate([np.full(n_high, 1 / n_high), np.full(n_low, 1 / n_low)])
 
     def relative_gap(u):
-        D = -rho * (u * sign) @ g
-        moved = l + g @ D
-        primal = moved[:n_high].max() - moved[n_high:].min() + D @ D / (2 * rho)
-        dual = c @ u - 0.5 * rho * u @ Q @ u
-        return (primal - dual) / (l[:n_high].max() - l[n_high:].min() - dual)
+        gap, distance = _explicit_gap(l, sign, g, c, Q, n_high, rho, u)
+        return gap / distance
 
     stopped = _polish._dual(c, Q, n_high, rho, u0)
     assert 0 <= relative_gap(stopped) <= _polish.DUAL_GAP

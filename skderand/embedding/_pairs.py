@@ -766,7 +766,9 @@ class _PairObjective:
         # for q and the floored ratios, also shared by the rounds' objectives,
         # changed nothing measurable (0.99-1.02). Per pair (float64, k = 20):
         # product or gathers 11 ns, einsum 6.5 ns, weighted B^T product 13 ns.
-        diff = self.B @ Y
+        # A float32 Y (the Hessian products of embedded_hessp) takes B in float32.
+        B = self._float32_pairs()[0] if Y.dtype == np.float32 else self.B
+        diff = B @ Y
         return np.einsum("ij,ij->i", diff, diff), diff
 
     def _dots(self, Y, V, diff):
@@ -850,7 +852,7 @@ class _PairObjective:
         np.maximum(r, 0.0, out=r)
         r /= d2
         # The float32 floor of a collapsed pair (1e-300 is 0 in float32).
-        np.maximum(r, np.finfo(np.float32).tiny, out=r)
+        np.maximum(r, _ratio_floor(np.float32), out=r)
         value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer32)
         c = np.multiply(d_r, 2.0, out=d_r)
         np.divide(c, d2, out=c)
@@ -873,10 +875,12 @@ class _PairObjective:
 
     def _floored_ratios(self, q):
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
-        # (r = 0) gets a tiny floor so that the log stays finite.
+        # (r = 0) gets a tiny floor so that the log stays finite. A float32 q
+        # (see embedded_hessp) is divided by the float32 distances.
+        d2 = self._float32_pairs()[2] if q.dtype == np.float32 else self.d2
         r = np.maximum(q, 0.0)
-        r /= self.d2
-        return np.maximum(r, 1e-300, out=r)
+        r /= d2
+        return np.maximum(r, _ratio_floor(q.dtype), out=r)
 
     def hessp(self, z, v):
         """Exact Hessian-vector product of the direct surrogate at ``z``.
@@ -905,8 +909,12 @@ class _PairObjective:
         ``self.X v^T``); the product is the ``(n_used, k)`` array ``H_Y[V]``
         whose transpose times ``self.X`` is :meth:`hessp`'s, without the two
         ``n_used x d x k`` products (see :meth:`embedded`). With ``single``
-        the pairs' terms run in float32 and so does the product (see
-        :meth:`_hess_setup_single`).
+        the pairs' terms run in float32, as :meth:`_at_points_single`
+        evaluates, and so does the product: for the Lanczos products of the
+        certificate on embedded points (see
+        ``skderand.embedding._active._embedded_certificate``), at half the
+        memory traffic of float64 (the sparse text-like set, k = 30, 57,000
+        pairs: 7.0-7.5 -> 3.6-4.1 ms per product in the fit).
         """
         if self.derandomized:
             raise NotImplementedError("hessp is exact for the direct map only.")
@@ -917,42 +925,30 @@ class _PairObjective:
             or (at[2].dtype == np.float32) != single
         ):
             Y = Y.copy()
-            setup = self._hess_setup_single if single else self._hess_setup
-            self._hess_at = (Y, *setup(Y))
+            self._hess_at = (Y, *self._hess_setup(Y, single))
         return self._hess_points(V)
 
-    def _hess_setup(self, Y):
-        """The pair quantities at ``Y`` that every Hessian-vector product reuses."""
-        q, diff = self._sq_dists(Y)
-        _, _, d_l, soft = _direct_surrogate(self._floored_ratios(q), self.beta)
-        return Y, q, diff, d_l, soft
+    def _hess_setup(self, Y, single=False):
+        """The pair quantities at ``Y`` that every Hessian-vector product reuses.
 
-    def _hess_setup_single(self, Y):
-        """:meth:`_hess_setup` in float32, as :meth:`_at_points_single` evaluates.
-
-        The Hessian of the surrogate as the rounds on embedded points evaluate
-        it, for the Lanczos products of their certificate (see
-        ``skderand.embedding._active._embedded_certificate``): the pairs'
-        products then follow in float32 (:meth:`_dots`, :meth:`_laplacian`),
-        at half the memory traffic of float64 (the sparse text-like set, k =
-        30, 57,000 pairs: 7.0-7.5 -> 3.6-4.1 ms per product in the fit).
+        With ``single`` in float32 (see :meth:`embedded_hessp`): the pairs'
+        products then follow in float32 (:meth:`_dots`, :meth:`_laplacian`).
         """
-        B, _, d2 = self._float32_pairs()
-        diff = B @ Y.astype(np.float32)
-        q = np.einsum("ij,ij->i", diff, diff)
-        r = np.maximum(q, 0.0) / d2
-        np.maximum(r, np.finfo(np.float32).tiny, out=r)
-        _, _, d_l, soft = _direct_surrogate(r, self.beta, work=_fresh32)
+        if single:
+            q, diff = self._sq_dists(Y.astype(np.float32))
+        else:
+            q, diff = self._sq_dists(Y)
+        work = _fresh32 if single else _fresh
+        _, _, d_l, soft = _direct_surrogate(
+            self._floored_ratios(q), self.beta, work=work
+        )
         return Y, q, diff, d_l, soft
 
     def _hess_points(self, V):
         """``H_Y[V]`` at the point of the last :meth:`_hess_setup`."""
         _, Y, q, diff, g, soft = self._hess_at
         s, dV = self._dots(Y, V, diff)
-        # The floor of _floored_ratios; in float32 its smallest normal number
-        # (1e-300 rounds to 0 there).
-        floor = 1e-300 if q.dtype == np.float64 else np.finfo(q.dtype).tiny
-        q = np.maximum(q, floor)
+        q = np.maximum(q, _ratio_floor(q.dtype))
         dl = 2.0 * s / q
         a = np.full(q.size, dl.sum() / q.size**2, dtype=q.dtype)
         for pi in soft:
@@ -1179,6 +1175,12 @@ def _exp_cut(t):
 def _fresh(name, shape, dtype=np.float64):
     """A new array each call: the work supplier when nothing is kept."""
     return np.empty(shape, dtype=dtype)
+
+
+def _ratio_floor(dtype):
+    """The floor of collapsed pairs' ratios: 1e-300, or float32's smallest
+    normal number in float32 (1e-300 rounds to 0 there)."""
+    return 1e-300 if dtype == np.float64 else np.finfo(dtype).tiny
 
 
 def _fresh32(name, shape, dtype=np.float32):
