@@ -848,11 +848,8 @@ class _PairObjective:
         # 0.27410 against 0.27352 on average.
         B, BT, d2 = self._single
         diff = B @ Y.astype(np.float32, copy=False)
-        r = np.einsum("ij,ij->i", diff, diff)
-        np.maximum(r, 0.0, out=r)
-        r /= d2
-        # The float32 floor of a collapsed pair (1e-300 is 0 in float32).
-        np.maximum(r, _ratio_floor(np.float32), out=r)
+        # In place: the einsum's result is this evaluation's own array.
+        r = self._floored_ratios(np.einsum("ij,ij->i", diff, diff), in_place=True)
         value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer32)
         c = np.multiply(d_r, 2.0, out=d_r)
         np.divide(c, d2, out=c)
@@ -873,12 +870,14 @@ class _PairObjective:
         value, grad_Y, _ = self._at_points(Y)
         return value, grad_Y
 
-    def _floored_ratios(self, q):
+    def _floored_ratios(self, q, in_place=False):
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
-        # (r = 0) gets a tiny floor so that the log stays finite. A float32 q
-        # (see embedded_hessp) is divided by the float32 distances.
+        # (r = 0) gets a tiny floor so that the log stays finite (float32's
+        # smallest normal number in float32, where 1e-300 is 0). A float32 q
+        # (the float32 evaluations and Hessian products) is divided by the
+        # float32 distances. With ``in_place`` q itself is overwritten.
         d2 = self._float32_pairs()[2] if q.dtype == np.float32 else self.d2
-        r = np.maximum(q, 0.0)
+        r = np.maximum(q, 0.0, out=q if in_place else None)
         r /= d2
         return np.maximum(r, _ratio_floor(q.dtype), out=r)
 
@@ -934,10 +933,7 @@ class _PairObjective:
         With ``single`` in float32 (see :meth:`embedded_hessp`): the pairs'
         products then follow in float32 (:meth:`_dots`, :meth:`_laplacian`).
         """
-        if single:
-            q, diff = self._sq_dists(Y.astype(np.float32))
-        else:
-            q, diff = self._sq_dists(Y)
+        q, diff = self._sq_dists(Y.astype(np.float32) if single else Y)
         work = _fresh32 if single else _fresh
         _, _, d_l, soft = _direct_surrogate(
             self._floored_ratios(q), self.beta, work=work
