@@ -164,6 +164,25 @@ def test_auto_finds_a_small_dimension_reaching_eps(capsys):
     assert jl.distortion_ == again.distortion_
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_auto_keeps_candidates_whose_blunt_stages_cannot_resolve_a_small_eps(
+    seed, capsys
+):
+    # Rank 5 plus noise: from k = 5 on, maps come within 1 % of an isometry,
+    # but the first stage (sharpness 15.6) ends near 0.02-0.04 whatever k, far
+    # from resolving such ratios; giving up there took the search to k = 9 / 24
+    # (seed 0, eps = 0.01 / 0.005) and 16 (seed 1, eps = 0.005).
+    X = make_data("low_rank", seed)
+    eps = 0.005
+    jl, out, tried = fit_search(X, eps, capsys)
+    direct = next(
+        k
+        for k in range(1, X.shape[1])
+        if LearnedJLTransformer(k, random_state=0).fit(X).distortion_ <= eps
+    )
+    assert jl.n_components_ <= direct
+
+
 def test_auto_decides_all_pair_candidates_during_their_stages(capsys):
     # 11,175 pairs: the lean all-pairs evaluation from k = 14 on, whose
     # log-ratios the search reads after every evaluation.

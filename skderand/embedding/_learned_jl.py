@@ -653,6 +653,10 @@ class LearnedJLTransformer(
                 not final
                 and stage < len(give_up_above)
                 and distortion > give_up_above[stage]
+                # Only a stage that ended at a log-range of at least
+                # SHARPNESS_RANGE says the candidate fails: below it, its
+                # soft-max did not resolve the extremes (see GIVE_UP_FACTOR).
+                and _range_factor(distortion) == 1.0
             ):
                 return best._replace(
                     W=M,
@@ -977,6 +981,13 @@ WORKING_SET = 4000
 # distortion was never below 0.45 of the first stage's (digits: 0.275 after
 # 0.566), so 2.5 leaves a margin.
 GIVE_UP_FACTOR = 2.5
+# Neither this nor LATER_GIVE_UP applies to a stage that ends at a log-range
+# below SHARPNESS_RANGE (a distortion below about 0.05; only searches for eps
+# below 0.04 are concerned): there the blunt first stage leaves the ratios near
+# an average fit, whatever k. The low-rank-plus-noise set (500 x 200), eps =
+# 0.01: every candidate from k = 16 to 128 ended its first stage at 0.021-0.039
+# and gave up, and the search returned k = 137 (distortion 0.0007), where k = 20
+# ends at 0.0077; now k = 16 (0.0098).
 # A later non-final stage gives up above eps * (1 + LATER_GIVE_UP * the stages
 # left after it). On the benchmark sets (Gaussian 300 x 1000 at k = 16 to 39,
 # breast_cancer, digits at k = 10, 20, 40) the final distortion was never below
