@@ -549,6 +549,7 @@ class LearnedJLTransformer(
         n_iter=0,
         stages=(),
         final_beta=None,
+        at_z=None,
         give_up_above=(),
         decide_at=None,
     ):
@@ -557,23 +558,23 @@ class LearnedJLTransformer(
         ``best`` is the fit returned instead of the final stage's end point if
         that is not better (the start ``z_start``, or the point a search
         decided at); ``stages`` the distortions at the ends of the stages
-        already run, and ``final_beta`` the final stage's sharpness when it
-        is one of them. Each stage's sharpness is its entry of ``betas``
-        times :func:`_range_factor` of the distortion it starts from. With
-        ``decide_at`` see :meth:`_fit_dimension`.
+        already run, ``final_beta`` the final stage's sharpness when it is
+        one of them, and ``at_z`` the exact distortion at ``z`` when resumed
+        (``first > 0``; at the start it is ``best``'s). Each stage's sharpness
+        is its entry of ``betas`` times :func:`_range_factor` of the
+        distortion it starts from. With ``decide_at`` see
+        :meth:`_fit_dimension`.
         """
         rank = pairs.X.shape[1]
         derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
         watched = decide_at is not None and pairs.complete and k < rank
         # The exact distortion at z (known at the start and at stage ends).
-        at_z = best.distortion if first == 0 else None
+        if first == 0:
+            at_z = best.distortion
         stages = list(stages)
         n_iter_total = n_iter
         for stage in range(first, len(betas)):
-            if at_z is None:
-                # Resumed (see _finish): the range the stage starts from.
-                at_z = _scale_free(*pairs.extremes(z[: k * rank].reshape(k, rank)))
             beta = betas[stage] * _range_factor(at_z)
             final_beta = beta
             final = stage == len(betas) - 1
@@ -746,6 +747,8 @@ class LearnedJLTransformer(
             n_iter=fit.n_iter,
             stages=fit.stages,
             final_beta=final_beta,
+            # The exact distortion of the point decided at (measured there).
+            at_z=fit.distortion,
         )
 
     def _certify(self, pairs, z, k, beta, rng, curvature_tol):
