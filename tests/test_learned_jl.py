@@ -1,6 +1,7 @@
 """Tests of LearnedJLTransformer: the mathematics of the embedding, then the API."""
 
 import re
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from scipy import sparse
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
+from sklearn.exceptions import DataDimensionalityWarning
 from sklearn.random_projection import (
     GaussianRandomProjection,
     johnson_lindenstrauss_min_dim,
@@ -726,6 +728,27 @@ def test_constant_data_does_not_produce_nan():
     jl = LearnedJLTransformer(2, random_state=0).fit(X)
     assert np.all(np.isfinite(jl.transform(X)))
     assert jl.distortion_ == 0.0
+
+
+@pytest.mark.parametrize("container", [np.asarray, sparse.csr_matrix])
+def test_more_components_than_features_warns_and_embeds_isometrically(container):
+    # As GaussianRandomProjection: allowed, with a DataDimensionalityWarning.
+    # From the rank of the centred data on an isometry of the training points
+    # exists, and the fit returns one: every pair keeps its distance.
+    X = np.random.default_rng(0).standard_normal((40, 6))
+    with pytest.warns(DataDimensionalityWarning, match="n_components=9 is larger"):
+        jl = LearnedJLTransformer(9, random_state=0).fit(container(X))
+    Y = jl.transform(container(X))
+    assert Y.shape == (40, 9)
+    i, j = np.triu_indices(40, 1)
+    ratios = np.sum((Y[i] - Y[j]) ** 2, 1) / np.sum((X[i] - X[j]) ** 2, 1)
+    np.testing.assert_allclose(ratios, 1.0, rtol=1e-10)
+    assert jl.distortion_ <= 1e-12
+    assert jl.distortion_ == pytest.approx(scale_free_distortion(X, Y), abs=1e-12)
+    # The dimension itself is no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDimensionalityWarning)
+        LearnedJLTransformer(6, random_state=0).fit(X)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

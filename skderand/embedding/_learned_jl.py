@@ -1,6 +1,7 @@
 """A learned, deterministic Johnson-Lindenstrauss embedding of a point set."""
 
 import time
+import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -11,6 +12,7 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
 )
+from sklearn.exceptions import DataDimensionalityWarning
 from sklearn.utils import check_array
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
@@ -114,7 +116,10 @@ class LearnedJLTransformer(
         iterations as a fresh start and ended no lower).
         Unlike ``GaussianRandomProjection``, ``"auto"``
         never fails: at a dimension equal to the rank of the centred data an
-        exact isometry of the data exists and is returned.
+        exact isometry of the data exists and is returned. An int larger than
+        ``n_features`` is accepted with a ``DataDimensionalityWarning``, as
+        ``GaussianRandomProjection`` does: the map is then an exact isometry
+        of the training points (distortion 0), and nothing is reduced.
     eps : float, default=0.1
         Target distortion for ``n_components="auto"``: every training pair ``i,
         j`` must satisfy ``(1 - eps) ||x_i - x_j||^2 <= ||f(x_i) - f(x_j)||^2
@@ -396,6 +401,15 @@ class LearnedJLTransformer(
             self, X, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
         )
         dtype = X.dtype
+        if self.n_components != "auto" and self.n_components > X.shape[1]:
+            # Allowed, as by GaussianRandomProjection (an isometry exists from
+            # the rank of the centred data on), but most likely a mistake.
+            warnings.warn(
+                f"n_components={self.n_components} is larger than n_features="
+                f"{X.shape[1]}: the dimensionality of the data is not reduced.",
+                DataDimensionalityWarning,
+                stacklevel=3,
+            )
         seed = draw_seeds(self.random_state)
         # Training distances only see the map on the span of the centred data:
         # optimize there (far fewer variables when n_samples < n_features) and
