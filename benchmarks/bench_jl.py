@@ -17,8 +17,9 @@ points: fit time, peak memory of the fit (in a fresh process) and the exact
 all-pairs distortion (blocked passes) against Gaussian projections and PCA.
 Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
 for the large rows only, ``--only digits`` for some data sets of the main table,
-``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``), so that
-each timed run stays short.
+``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``, and
+``--sparse-large`` for a text-like set of 5,000 x 20,000), so that each timed
+run stays short.
 """
 
 import argparse
@@ -275,6 +276,25 @@ def sparse_text(k=30):
     )
 
 
+def sparse_text_large(n=5000, d=20000, density=0.005, k=30, n_seeds=5):
+    """A larger text-like set (span of rank n): time split and exact distortion."""
+    X = text_like(n=n, d=d, density=density)
+    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
+    # The measurement (not the fit) densifies, block by block of pairs.
+    Xd = X.toarray()
+    grp = [
+        blocked_distortion(
+            Xd, GaussianRandomProjection(k, random_state=s).fit_transform(X)
+        )
+        for s in range(n_seeds)
+    ]
+    print(
+        f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32), "
+        f"k={k}: learned {blocked_distortion(Xd, jl.transform(X)):.3f} in "
+        f"{t:.1f} s ({split(jl, t)}); GRP median of {n_seeds} {np.median(grp):.3f}"
+    )
+
+
 def clustered_low_rank(n, d, seed=0, n_clusters=20, rank=10, noise=0.3):
     """Points in 20 clusters on a 10-dimensional subspace, plus isotropic noise."""
     rng = np.random.default_rng(seed)
@@ -364,6 +384,11 @@ if __name__ == "__main__":
     )
     parser.add_argument("--sparse", action="store_true", help="the sparse row only")
     parser.add_argument(
+        "--sparse-large",
+        action="store_true",
+        help="the 5,000 x 20,000 sparse text-like row only",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         metavar="NAME",
@@ -378,6 +403,10 @@ if __name__ == "__main__":
     if args.large is not None:
         sizes = args.large or ["20000x100", "50000x50"]
         large(rows=[tuple(int(v) for v in size.split("x")) for size in sizes])
+    elif args.sparse_large:
+        print(f"# {machine_conditions()}")
+        sparse_text_large()
+        print(f"# at the end: {machine_conditions()}")
     elif args.sparse:
         print(f"# {machine_conditions()}")
         sparse_text()

@@ -10,6 +10,8 @@ fit in long rounds (thousands of points, float32 products) against random
 projections and PCA.
 """
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
@@ -21,6 +23,7 @@ from skderand import LearnedJLTransformer
 from skderand.embedding import _active
 from skderand.embedding._active import _ActivePairs
 from skderand.embedding._pairs import (
+    GRAM_DIRECT_FACTOR,
     GRAM_RTOL,
     _PairObjective,
     _PairScanner,
@@ -28,6 +31,7 @@ from skderand.embedding._pairs import (
     all_pairs,
     difference_matrix,
     exact_sq_dists,
+    gram_distance_rtol,
 )
 from skderand.embedding._polish import prox_linear_steps
 from skderand.optimize import sosp_certificate
@@ -100,6 +104,53 @@ def test_stored_gram_distances_are_within_their_tolerance():
     exact = exact_sq_dists(X, rows, cols)
     assert ok[:-1].all() and not ok[-1]
     assert np.all(np.abs(d2[ok] - exact[ok]) <= GRAM_RTOL * exact[ok])
+
+
+def test_exact_distances_of_fortran_ordered_coordinates_copy_nothing_whole():
+    # The span of large sparse input comes in Fortran order (LAPACK's
+    # eigenvectors). Its rows are gathered in place, not after a copy of all
+    # the coordinates into C order at every call (np.take's way): the same
+    # distances, to the direct sum's round-off, in a small share of X's memory.
+    rng = np.random.default_rng(7)
+    X = np.asfortranarray(rng.standard_normal((1500, 2000)))
+    rows = rng.integers(1500, size=300)
+    cols = (rows + 1 + rng.integers(1499, size=300)) % 1500
+    expected = exact_sq_dists(np.ascontiguousarray(X), rows, cols)
+    tracemalloc.start()
+    try:
+        d2 = exact_sq_dists(X, rows, cols)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    gamma_d = 2000 * 2.0**-53 / (1 - 2000 * 2.0**-53)
+    np.testing.assert_allclose(d2, expected, rtol=2 * gamma_d)
+    direct = np.sum((X[rows] - X[cols]) ** 2, axis=1)
+    np.testing.assert_allclose(d2, direct, rtol=2 * gamma_d)
+    assert peak < X.nbytes / 4
+
+
+def test_stored_gram_distances_in_thousands_of_dimensions():
+    # From about 4,500 dimensions on the Gram form's worst-case bound passes
+    # GRAM_RTOL for every pair; its tolerance is then a few times the direct
+    # sum's own bound gamma_d, so that new pairs are not all gathered and
+    # measured directly (two rows of d numbers each). Accepted pairs lie within
+    # it; a near-duplicate pair is still refused.
+    d = 6000
+    rtol = gram_distance_rtol(d)
+    assert gram_distance_rtol(1500) == GRAM_RTOL
+    gamma_d = d * 2.0**-53 / (1 - d * 2.0**-53)
+    assert GRAM_RTOL < rtol == pytest.approx(GRAM_DIRECT_FACTOR * gamma_d)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, d))
+    X[9] = X[4] + 1e-5 * rng.standard_normal(d)
+    X -= X.mean(0)
+    scanner = _PairScanner(X)
+    rows, cols = np.triu_indices(60, 1)
+    d2, ok = scanner.stored_sq_dists(rows, cols)
+    exact = exact_sq_dists(X, rows, cols)
+    near_duplicate = (rows == 4) & (cols == 9)
+    assert ok[~near_duplicate].all() and not ok[near_duplicate].any()
+    assert np.all(np.abs(d2[ok] - exact[ok]) <= rtol * exact[ok])
 
 
 def test_embedded_round_moves_only_the_active_points():

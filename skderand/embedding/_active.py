@@ -410,9 +410,9 @@ class _ActivePairs:
         In spans of at least ``GRAM_DISTANCE_MIN_RANK`` dimensions gathering
         the pairs' rows is the cost (the sparse text-like set: 1,500
         dimensions, 17 s of a fit for 400,000 pairs); there the pass's stored
-        Gram-form distances are taken where they are within ``GRAM_RTOL`` of
-        the exact ones (see :meth:`_PairScanner.stored_sq_dists`), the others
-        measured directly.
+        Gram-form distances are taken where they are within
+        ``gram_distance_rtol`` of the exact ones (see
+        :meth:`_PairScanner.stored_sq_dists`), the others measured directly.
         """
         if self.X.shape[1] < GRAM_DISTANCE_MIN_RANK:
             return exact_sq_dists(self.X, rows, cols)

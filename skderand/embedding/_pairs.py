@@ -34,8 +34,11 @@ FLOAT32_MAX_SHARE = 0.02
 FLOAT32_MAX_DISTANCE_ERROR = 0.25
 
 # Relative accuracy of the squared distances taken from a pass's Gram form (see
-# _PairScanner.stored_sq_dists) in place of exact ones.
+# _PairScanner.stored_sq_dists) in place of exact ones, or, in spans of
+# thousands of dimensions, GRAM_DIRECT_FACTOR times the round-off bound of the
+# direct sum itself (see gram_distance_rtol).
 GRAM_RTOL = 1e-12
+GRAM_DIRECT_FACTOR = 4.0
 
 # Elements of one block of the pairwise scan (bounds its temporary memory), and
 # the fewest blocks of a scan (see row_blocks).
@@ -154,6 +157,29 @@ class _Span:
         return (self.X.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
 
 
+def _gamma(m):
+    """Higham's ``gamma_m = m u / (1 - m u)``: the relative round-off bound of a
+    sum of ``m`` products in float64."""
+    u = 2.0**-53
+    return m * u / (1.0 - m * u)
+
+
+def gram_distance_rtol(rank):
+    """Relative accuracy asked of Gram-form squared distances in ``rank`` dimensions.
+
+    ``GRAM_RTOL``, or ``GRAM_DIRECT_FACTOR`` times ``gamma_rank``, the bound of
+    :func:`exact_sq_dists` itself, if larger. The Gram form's bound for
+    near-orthogonal points is about twice the direct sum's, and that alone
+    passes ``1e-12`` from about 4,500 dimensions on: every new pair was then
+    gathered and measured directly, two rows of ``rank`` numbers each (sparse
+    text-like 5,000 x 20,000, rank 5,000: 85 % of a fit, by a sampling
+    profile). The factor keeps the stored distances within a few times the
+    direct sum's own bound there, and changes nothing below about 2,300
+    dimensions (``4 gamma_rank`` below ``1e-12``).
+    """
+    return max(GRAM_RTOL, GRAM_DIRECT_FACTOR * _gamma(rank))
+
+
 def exact_sq_dists(X, rows, cols, chunk=1 << 18):
     """``||X[rows] - X[cols]||^2`` pair by pair, in chunks (no cancellation).
 
@@ -161,6 +187,19 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
     """
     out = np.empty(rows.size)
     step = max(1, chunk // max(X.shape[1], 1))
+    if X.flags.f_contiguous and not X.flags.c_contiguous:
+        # The rows of a Fortran-ordered X (the span of large sparse input: LAPACK's
+        # eigenvectors) are the columns of the C-ordered X.T, gathered in place:
+        # np.take along axis 0 would first copy all of X into C order, at each
+        # call (5,000 x 20,000 text-like, rank 5,000: 20 s for the first pass's
+        # pairs of consecutive points alone).
+        XT = X.T
+        for start in range(0, rows.size, step):
+            sl = slice(start, start + step)
+            diff = np.take(XT, rows[sl], axis=1)
+            diff -= np.take(XT, cols[sl], axis=1)
+            out[sl] = np.einsum("ij,ij->j", diff, diff)
+        return out
     # Two work arrays for all the chunks (fresh ones of a few MB per chunk are
     # page-faulted in each time); the same subtraction and sums.
     size = min(step, rows.size)
@@ -240,7 +279,8 @@ class _PairScanner:
         """Squared distances of pairs ``i < j`` from the stored float64 blocks.
 
         Returns ``(d2, ok)``: the Gram-form squared distances of the pass and
-        where they are within ``GRAM_RTOL`` of the exact ones (relative). The
+        where they are within ``gram_distance_rtol(rank)`` of the exact ones
+        (relative: ``GRAM_RTOL`` below about 2,300 dimensions). The
         Gram form ``|x_i|^2 + |x_j|^2 - 2 x_i.x_j`` in ``d`` dimensions is off
         by at most ``gamma_(d+2) (|x_i| + |x_j|)^2`` (Higham: the dot product,
         the two norms and two additions; ``gamma_m = m u / (1 - m u)``), and
@@ -262,13 +302,12 @@ class _PairScanner:
             flat = (rows[sel] - a) * (self.n - a) + (cols[sel] - a)
             d2[sel] = self.stored[index].ravel()[flat]
         np.divide(1.0, d2, out=d2)
-        u = 2.0**-53
-        m = self.X.shape[1] + 2
+        rank = self.X.shape[1]
         norms = np.sqrt(self.sq_norms)
-        bound = (m * u / (1.0 - m * u)) * (norms[rows] + norms[cols]) ** 2
+        bound = _gamma(rank + 2) * (norms[rows] + norms[cols]) ** 2
         # The two roundings of the reciprocals, relative.
-        bound += 2.5 * u * d2
-        ok = bound <= GRAM_RTOL * (d2 - bound)
+        bound += 2.5 * 2.0**-53 * d2
+        ok = bound <= gram_distance_rtol(rank) * (d2 - bound)
         return d2, ok
 
     def _chain_spread(self, Y):
