@@ -172,7 +172,8 @@ def gram_distance_rtol(rank):
     near-orthogonal points is about twice the direct sum's, and that alone
     passes ``1e-12`` from about 4,500 dimensions on: every new pair was then
     gathered and measured directly, two rows of ``rank`` numbers each (sparse
-    text-like 5,000 x 20,000, rank 5,000: 85 % of a fit, by a sampling
+    text-like 5,000 x 20,000, rank 5,000: with the copies that
+    :func:`exact_sq_dists` no longer makes, 85 % of a fit by a sampling
     profile). The factor keeps the stored distances within a few times the
     direct sum's own bound there, and changes nothing below about 2,300
     dimensions (``4 gamma_rank`` below ``1e-12``).
