@@ -287,7 +287,7 @@ def test_embedded_polish_takes_the_map_polish_steps(monkeypatch):
     args = (pairs.X, pairs.rows, pairs.cols, pairs.d2, W)
     W_map, n_map, _ = prox_linear_steps(*args, max_steps=8)
     W_emb, n_emb, _ = prox_linear_steps(
-        *args, max_steps=8, embedded=(pairs.gram(), pairs.col_sq)
+        *args, max_steps=8, embedded=(pairs.gram(), pairs.map_of_points)
     )
     assert n_emb == n_map == 8
     assert not np.allclose(W_map, W, rtol=1e-3)

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.sparse.linalg import eigsh
 
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -135,10 +136,17 @@ class _ActivePairs:
         data has at most this many pairs, every pair is active all the time.
     verbose : int, default=0
         1: a line per active-set round; 2: also the L-BFGS iterations.
+    gram : ndarray of shape (n_samples, n_samples), default=None
+        ``X X^T`` if the caller has it (see ``_Span.gram``); else formed when
+        first needed (see :meth:`gram`).
+    factor : _PivotedCholesky, default=None
+        Where ``X`` came from (see ``_Span.factor``); None: ``X`` holds the
+        principal coordinates of the span (``X^T X`` is diagonal).
     """
 
-    def __init__(self, X, working_set, verbose=0):
+    def __init__(self, X, working_set, verbose=0, *, gram=None, factor=None):
         self.X = X
+        self.factor = factor
         self.verbose = verbose
         n = X.shape[0]
         self.n = n
@@ -150,8 +158,12 @@ class _ActivePairs:
         self._gather = None
         self._key = None
         self._ratios = None
-        self._gram = None
-        self.scale = _whitening_scale(X)
+        self._gram = gram
+        self._largest_cross = None
+        # The whitening scales the principal directions; a Cholesky basis has
+        # none (its solves on the embedded points are whitened all the same,
+        # see _embedded_lbfgs).
+        self.scale = _whitening_scale(X) if factor is None else None
         # Data whose span has as many dimensions as centred points can have
         # (n - 1): the active-set rounds optimize the embedded points (see
         # _embedded_lbfgs).
@@ -444,6 +456,42 @@ class _ActivePairs:
         if self._gram is None:
             self._gram = self.X @ self.X.T
         return self._gram
+
+    def map_of_points(self, Y):
+        """The map ``M`` whose embedded points ``X M^T`` are the centred ``Y``.
+
+        For data of rank ``n - 1`` (the embedded solves, see
+        :meth:`_embedded_lbfgs`). In principal coordinates (``X^T X =
+        diag(col_sq)``, see ``_Span``) ``M^T = diag(1 / col_sq) X^T Y``; in
+        a Cholesky basis one triangular solve (see
+        ``_PivotedCholesky.map_of_points``).
+        """
+        if self.factor is not None:
+            return self.factor.map_of_points(Y)
+        return ((self.X.T @ Y) / self.col_sq[:, None]).T
+
+    def cross_solve(self, B):
+        """``(X^T X)^-1 B`` for ``B`` of shape (rank, m)."""
+        if self.factor is not None:
+            return self.factor.cross_solve(B)
+        return B / self.col_sq[:, None]
+
+    def largest_cross_eigenvalue(self):
+        """The largest eigenvalue of ``X^T X`` (and of ``K = X X^T``).
+
+        In principal coordinates the largest ``col_sq``; else by Lanczos on
+        ``K`` (ARPACK, from a start of a local generator: no global random
+        state), to 1e-8 relative: it scales a stopping test of the solves
+        only (the certificate measures the gradient itself).
+        """
+        if self._largest_cross is None:
+            if self.factor is None:
+                self._largest_cross = self.col_sq.max()
+            else:
+                start = np.random.default_rng(0).standard_normal(self.n)
+                top = eigsh(self.gram(), k=1, which="LA", v0=start, tol=1e-8)[0]
+                self._largest_cross = float(top[0])
+        return self._largest_cross
 
     def _active_key(self):
         """``rows * n + cols`` of the active set (sorted, see :meth:`_set`)."""
@@ -845,18 +893,19 @@ class _ActivePairs:
     def _embedded_lbfgs(self, objective, z, tol, max_iter, stop_at_tol=False):
         """L-BFGS on the embedded points ``Y = X M^T`` of the active pairs.
 
-        The span's coordinates ``X`` (n x rank) have orthogonal columns of
-        squared norms ``e`` (``X^T X = diag(e)``, see ``_Span``), centred
-        columns, and rank ``n - 1``: every centred ``Y`` is ``X M^T``
-        for exactly one ``M``, namely ``M^T = diag(1 / e) X^T Y``. So the map
-        and the centred embedded points are the same variables, and with
-        ``Y = c U N^T`` (``X = U diag(e)^(1/2)``, ``U`` orthonormal columns,
-        ``N = M diag(e)^(1/2) / c``, ``c^2 = mean(e)``) the solver's variable
-        ``Y / c`` is an orthogonal image of the whitened map ``N`` of
-        :func:`_whitening_scale` (without its floor): L-BFGS on it takes the
-        whitened map's path (up to round-off and the inf-norm of the stopping
-        test). The surrogate depends on the active pairs' points only, and its
-        gradient vanishes on the other rows of ``Y``, which therefore stay
+        The span's coordinates ``X`` (n x rank) have centred columns and rank
+        ``n - 1``: every centred ``Y`` is ``X M^T`` for exactly one ``M`` (see
+        :meth:`map_of_points`). So the map and the centred embedded points are
+        the same variables. In principal coordinates (orthogonal columns of
+        squared norms ``e``, ``X = U diag(e)^(1/2)`` with ``U`` orthonormal
+        columns) ``Y = c U N^T`` with ``N = M diag(e)^(1/2) / c`` and ``c^2 =
+        mean(e)``: the solver's variable ``Y / c`` is an orthogonal image of
+        the whitened map ``N`` of :func:`_whitening_scale` (without its floor),
+        and L-BFGS on it takes the whitened map's path (up to round-off and the
+        inf-norm of the stopping test). The points do not depend on the basis:
+        in the coordinates of a Cholesky factor (``_Span.factor``) the path is
+        the same. The surrogate depends on the active pairs' points only, and
+        its gradient vanishes on the other rows of ``Y``, which therefore stay
         where they are: the solver works on those rows alone, an evaluation
         costs ``O(n_active k)`` and not the two ``n x rank x k`` products of
         the map's gradient (the sparse text-like set: rank 1,499 for 1,500
@@ -883,7 +932,7 @@ class _ActivePairs:
         # The map's gradient is (df/dY)^T X, of 2-norm at most that of df/dY
         # times X's largest singular value: a test that implies the
         # certificate's without the n x rank x k product.
-        bound = np.sqrt(self.col_sq.max()) / c
+        bound = np.sqrt(self.largest_cross_eigenvalue()) / c
 
         def stationary(grad):
             return np.linalg.norm(grad) * bound <= tol
@@ -898,7 +947,7 @@ class _ActivePairs:
             stop=stationary if stop_at_tol else None,
         )
         Y[used] = x.reshape(-1, k) * c
-        M = map_of_points(self.X, self.col_sq, Y)
+        M = self.map_of_points(Y)
         # Y is X M^T up to round-off and a translation (the gradient's rows
         # sum to 0, so the solver keeps Y's column means): the pair
         # differences, all that the ratios see. Kept as the points of M, the
@@ -906,16 +955,6 @@ class _ActivePairs:
         # n x rank x k products per round (39 rounds on the sparse set).
         self._embedded = (M.copy(), Y)
         return M.ravel(), n_iter
-
-
-def map_of_points(X, col_sq, Y):
-    """The map ``M`` whose embedded points ``X M^T`` are the centred ``Y``.
-
-    For coordinates ``X`` with orthogonal columns of squared norms ``col_sq``
-    (``X^T X = diag(col_sq)``, see ``_Span``) and rank ``n - 1``:
-    ``M^T = diag(1 / col_sq) X^T Y``.
-    """
-    return ((X.T @ Y) / col_sq[:, None]).T
 
 
 # Spans of at least this many dimensions take new pairs' squared distances from
@@ -1127,9 +1166,9 @@ def _embedded_certificate(
     if single:
         K = K.astype(np.float32)
     # sosp_certificate's start, drawn the same way, and its image: A v0 and
-    # its dual K^+ A v0 = X diag(1 / e) v0^T (K X diag(1 / e) = X).
+    # its dual K^+ A v0 = X (X^T X)^-1 v0^T (K X (X^T X)^-1 = X).
     V0 = rng.standard_normal(z.size).reshape(k, rank)
-    start = ((X @ V0.T).ravel(), (X @ (V0 / pairs.col_sq).T).ravel())
+    start = ((X @ V0.T).ravel(), (X @ pairs.cross_solve(V0.T)).ravel())
 
     def dual_product(q):
         # K^+ T q = K^+ K H_Y q: H_Y q centred (the range of K), in float64
@@ -1152,7 +1191,7 @@ def _embedded_certificate(
         start=start,
         primal=primal,
     )
-    vector = map_of_points(X, pairs.col_sq, vector.reshape(n, k)).ravel()
+    vector = pairs.map_of_points(vector.reshape(n, k)).ravel()
     certificate = certificate_result(
         z,
         value,

@@ -433,7 +433,13 @@ class LearnedJLTransformer(
                 if self.working_set == "auto"
                 else self.working_set
             )
-            pairs = _ActivePairs(span.coords, working_set, verbose=self.verbose)
+            pairs = _ActivePairs(
+                span.coords,
+                working_set,
+                verbose=self.verbose,
+                gram=span.gram,
+                factor=span.factor,
+            )
             if self.n_components == "auto":
                 fit = self._search_dimension(span, pairs, seed, curvature_tol)
             else:

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free, map_of_points
+from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
 from skderand.embedding._pairs import difference_matrix
 
 # Pairs per side in each step's model to start with: enough for the minimax's
@@ -261,23 +261,23 @@ class _MapSteps:
 class _EmbeddedSteps:
     """The polish's points as embedded points ``Y = X W^T`` of all ``n`` points.
 
-    For coordinates ``X`` with orthogonal columns (``X^T X = diag(e)``, see
-    ``_Span``) the map is ``W^T = diag(1 / e) X^T Y``, recovered once at the
-    end. A step ``W + sum_p c_p d_p^T`` moves ``Y`` by ``sum_p (X d_p) c_p^T``,
-    and ``X d_p = K[:, i] - K[:, j]`` and ``d_p . d_q`` come from the Gram
-    matrix ``K = X X^T``: per trial step ``O(n m k)`` for the ``m`` pairs of
-    the model instead of the ``n x rank x k`` product ``X W^T`` and the
-    ``m x rank`` differences of the map's form (the sparse text-like set:
-    rank 1,499 for 1,500 points; the fit's polish 1.0 -> 0.6-0.7 s, A/B
-    under the timing lock).
+    For coordinates ``X`` of rank ``n - 1`` the map is recovered from the
+    points once at the end (``map_of_points``, see
+    ``_ActivePairs.map_of_points``). A step ``W + sum_p c_p d_p^T`` moves ``Y``
+    by ``sum_p (X d_p) c_p^T``, and ``X d_p = K[:, i] - K[:, j]`` and
+    ``d_p . d_q`` come from the Gram matrix ``K = X X^T``: per trial step
+    ``O(n m k)`` for the ``m`` pairs of the model instead of the
+    ``n x rank x k`` product ``X W^T`` and the ``m x rank`` differences of
+    the map's form (the sparse text-like set: rank 1,499 for 1,500 points;
+    the fit's polish 1.0 -> 0.6-0.7 s, A/B under the timing lock).
     """
 
-    def __init__(self, X, rows, cols, d2, W, gram, col_sq):
+    def __init__(self, X, rows, cols, d2, W, gram, map_of_points):
         self.X = X
         self.B = difference_matrix(rows, cols, X.shape[0])
         self.log_d2 = np.log(d2)
         self.K = gram
-        self.col_sq = col_sq
+        self.map_of_points = map_of_points
         self.start = X @ W.T
         self._G = None
 
@@ -300,7 +300,7 @@ class _EmbeddedSteps:
         return Y + self._G.T @ C
 
     def map(self, Y):
-        return map_of_points(self.X, self.col_sq, Y)
+        return self.map_of_points(Y)
 
 
 def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
@@ -310,9 +310,10 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
     about 0 on these pairs), the number of steps taken and whether the model
     predicted no further decrease (first-order stationarity).
 
-    With ``embedded = (K, e)`` (``K = X X^T``, ``e`` the squared norms of the
-    orthogonal columns of ``X``) the steps move the embedded points instead of
-    the map (see :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
+    With ``embedded = (K, map_of_points)`` (``K = X X^T``, and the map of
+    centred embedded points, see ``_ActivePairs.map_of_points``) the steps
+    move the embedded points instead of the map (see
+    :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
     """
     if embedded is None:
         space = _MapSteps(X, rows, cols, d2, W)
@@ -430,7 +431,7 @@ def polish_minimax(pairs, W, *, verbose=0):
     # Active-set fits on spans of n - 1 dimensions (see _EmbeddedSteps).
     embedded = None
     if pairs.embedded and not pairs.complete:
-        embedded = (pairs.gram(), pairs.col_sq)
+        embedded = (pairs.gram(), pairs.map_of_points)
     for round_ in range(POLISH_ROUNDS):
         W, n_steps, stationary = prox_linear_steps(
             pairs.X, pairs.rows, pairs.cols, pairs.d2, W, embedded=embedded
