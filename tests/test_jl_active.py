@@ -27,6 +27,7 @@ from skderand.embedding._pairs import (
     GRAM_RTOL,
     _PairObjective,
     _PairScanner,
+    _PivotedCholesky,
     _Span,
     all_pairs,
     difference_matrix,
@@ -203,12 +204,26 @@ def test_difference_matrix_is_the_subtraction_bit_for_bit():
         assert np.array_equal(B @ Y, Y[ri] - Y[ci])
 
 
-def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0):
+def _cholesky_coords(n, d, seed=0):
+    # The coordinates of a pivoted Cholesky factor of the centred Gram matrix
+    # (as _Span gives large sparse input), with that factor and K.
+    rng = np.random.default_rng(seed)
+    Xc = rng.standard_normal((n, d))
+    Xc -= Xc.mean(axis=0)
+    gram = Xc @ Xc.T
+    factor = _PivotedCholesky(gram, 1e-12 * gram.diagonal().max())
+    return factor.coords, {"gram": gram / factor.scale**2, "factor": factor}
+
+
+def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
     # Active pairs on every point of a span of n - 1 dimensions, not all pairs.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
     monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
-    X = _coords(n, d)
-    pairs = _ActivePairs(X, working_set=8)
+    if basis == "principal":
+        X, extra = _coords(n, d), {}
+    else:
+        X, extra = _cholesky_coords(n, d)
+    pairs = _ActivePairs(X, working_set=8, **extra)
     pairs.reset(k)
     rows, cols = _some_pairs(n, 4 * n, seed=10)
     pairs._set(rows, cols)
@@ -233,17 +248,23 @@ def test_embedded_hessp_is_the_map_hessp(monkeypatch):
     )
 
 
+@pytest.mark.parametrize("basis", ["principal", "cholesky"])
 @pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("n_lanczos", [5, 100])
-def test_embedded_certificate_is_the_map_certificate(monkeypatch, n_lanczos, single):
+def test_embedded_certificate_is_the_map_certificate(
+    monkeypatch, n_lanczos, single, basis
+):
     # Lanczos on K H_Y in the K^+ inner product from A v0 is Lanczos on the
     # map's Hessian from v0: the same Ritz value after 5 steps, and with 100
     # steps (more than the 87 variables) the exact smallest eigenvalue of the
     # Hessian assembled from map-coordinate products; the same gradient norm.
     # With single, the products of H_Y and K run in float32: the Ritz values
     # then agree to float32's round-off relative to the Hessian's norm (1e-7
-    # measured here; 1e-5 allowed), the gradient (float64) as before.
-    pairs, obj, z = _embedded_pairs(monkeypatch)
+    # measured here; 1e-5 allowed), the gradient (float64) as before. In the
+    # coordinates of a Cholesky factor (not principal: X^T X is not
+    # diagonal) the dual start and the Ritz vector go through its solves.
+    pairs, obj, z = _embedded_pairs(monkeypatch, basis=basis)
+    assert (pairs.factor is None) == (basis == "principal")
     monkeypatch.setattr(_active, "LANCZOS_ITER", n_lanczos)
     cert = _active._embedded_certificate(
         pairs,
@@ -279,10 +300,43 @@ def test_embedded_certificate_is_the_map_certificate(monkeypatch, n_lanczos, sin
         assert cert.min_hessian_eig == pytest.approx(eigenvalues[0], abs=rel * scale)
 
 
-def test_embedded_polish_takes_the_map_polish_steps(monkeypatch):
+def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
+    # C C^T = K (to round-off), centred columns, and the three solves:
+    # map_of_points inverts the embedding (whatever the points' translation),
+    # cross_solve is (C^T C)^-1, right_inverse_product is W F^-1; Lanczos's
+    # largest eigenvalue of C^T C is that of K.
+    n, d = 60, 90
+    C, extra = _cholesky_coords(n, d, seed=4)
+    factor, K = extra["factor"], extra["gram"]
+    assert C.shape == (n, n - 1) and factor.rank == n - 1
+    assert C.flags.c_contiguous
+    np.testing.assert_allclose(C @ C.T, K, atol=1e-12 * abs(K).max())
+    np.testing.assert_allclose(C.sum(axis=0), 0.0, atol=1e-12 * abs(C).max() * n)
+    # The pivot rows hold a lower triangular factor.
+    np.testing.assert_array_equal(np.triu(factor.F, 1), 0.0)
+    np.testing.assert_array_equal(C[factor.pivots], factor.F)
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((4, n - 1))
+    pairs = _ActivePairs(C, working_set=8, **extra)
+    recovered = pairs.map_of_points(C @ M.T + rng.standard_normal(4))
+    np.testing.assert_allclose(recovered, M, atol=1e-9 * abs(M).max())
+    B = rng.standard_normal((n - 1, 3))
+    np.testing.assert_allclose(C.T @ C @ pairs.cross_solve(B), B, atol=1e-10)
+    np.testing.assert_allclose(
+        factor.right_inverse_product(M) @ factor.F, M, atol=1e-10 * abs(M).max()
+    )
+    assert pairs.largest_cross_eigenvalue() == pytest.approx(
+        np.linalg.eigvalsh(K)[-1], rel=1e-8
+    )
+    # No whitening in a basis that is not the principal directions.
+    assert pairs.scale is None
+
+
+@pytest.mark.parametrize("basis", ["principal", "cholesky"])
+def test_embedded_polish_takes_the_map_polish_steps(monkeypatch, basis):
     # The prox-linear steps on the embedded points (Gram matrix K = X X^T)
     # are the map's steps: the same number, the same map at the end.
-    pairs, obj, z = _embedded_pairs(monkeypatch)
+    pairs, obj, z = _embedded_pairs(monkeypatch, basis=basis)
     W = z.reshape(obj.k, -1)
     args = (pairs.X, pairs.rows, pairs.cols, pairs.d2, W)
     W_map, n_map, _ = prox_linear_steps(*args, max_steps=8)

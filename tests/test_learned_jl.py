@@ -7,6 +7,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 from scipy import sparse
+from scipy.spatial.distance import pdist
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 from sklearn.exceptions import DataDimensionalityWarning
@@ -1062,6 +1063,49 @@ def test_large_sparse_input_is_never_densified(monkeypatch):
     assert sp.initial_distortion_ == pytest.approx(dense.initial_distortion_, rel=1e-9)
     assert sp.distortion_ == pytest.approx(dense.distortion_, rel=1e-2)
     assert sp.distortion_ < 0.8 * sp.initial_distortion_
+
+
+def test_large_sparse_span_from_a_pivoted_cholesky_factor(monkeypatch):
+    # From CHOLESKY_MIN_SAMPLES rows on (patched down) the span's coordinates
+    # come from a pivoted Cholesky factor of the rows' Gram matrix: another
+    # orthonormal basis of the same span. The distances, the maps on the input
+    # space (extend after restrict projects onto the span) and the fit's
+    # random start are those of the principal directions; the fit, on the
+    # embedded points (rank 299 of 300 points), reaches the same level and
+    # reports the distortion of its map. Rows with a duplicate (centred rank
+    # n - 2) keep the principal directions.
+    rng = np.random.default_rng(1)
+    X = sparse.random(300, 1_000, density=0.05, format="csr", random_state=1)
+    X.data = rng.exponential(size=X.nnz)
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    principal = _Span(X)
+    fit_principal = LearnedJLTransformer(5, random_state=0).fit(X)
+    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    span = _Span(X)
+    assert principal.factor is None and span.factor is not None
+    assert span.coords.shape == principal.coords.shape == (300, 299)
+    np.testing.assert_allclose(
+        span.coords @ span.coords.T, span.gram, atol=1e-12 * abs(span.gram).max()
+    )
+    dense = X.toarray()
+    centred = dense - dense.mean(axis=0)
+    ratios = pdist(span.coords, "sqeuclidean") / pdist(centred, "sqeuclidean")
+    assert ratios.max() / ratios.min() - 1 < 1e-11
+    A = rng.standard_normal((4, X.shape[1]))
+    projected = principal.extend(principal.restrict(A))
+    np.testing.assert_allclose(
+        span.extend(span.restrict(A)), projected, atol=1e-10 * abs(projected).max()
+    )
+    fit = LearnedJLTransformer(5, random_state=0).fit(X)
+    assert fit.initial_distortion_ == pytest.approx(
+        fit_principal.initial_distortion_, rel=1e-9
+    )
+    assert fit.distortion_ == pytest.approx(fit_principal.distortion_, rel=1e-2)
+    assert fit.distortion_ == pytest.approx(
+        scale_free_distortion(dense, fit.transform(X)), rel=1e-9
+    )
+    duplicated = sparse.vstack([X, X[:1]], format="csr")
+    assert _Span(duplicated).factor is None
 
 
 def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
