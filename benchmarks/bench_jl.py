@@ -18,8 +18,8 @@ all-pairs distortion (blocked passes) against Gaussian projections and PCA.
 Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
 for the large rows only, ``--only digits`` for some data sets of the main table,
 ``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``, and
-``--sparse-large`` for a text-like set of 5,000 x 20,000), so that each timed
-run stays short.
+``--sparse-large [NxD ...]`` for text-like sets of 5,000 x 20,000 or the sizes
+given, 100 non-zeros per row), so that each timed run stays short.
 """
 
 import argparse
@@ -44,7 +44,11 @@ from skderand import LearnedJLTransformer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _resources import machine_conditions, peak_resident_mib  # noqa: E402
+from _resources import (  # noqa: E402
+    machine_conditions,
+    peak_resident_mib,
+    reset_peak_resident,
+)
 
 N_SEEDS = 20
 N_COMPONENTS = (10, 20, 40)
@@ -263,27 +267,30 @@ def sparse_text(n=1500, d=4000, density=0.01, k=30, n_seeds=N_SEEDS, pca=True):
     """A text-like set (its span has rank n): fit time, split, exact distortions.
 
     The 1,500 x 4,000 row by default; ``pca=False`` for sets where a dense
-    SVD would outlast the fit (5,000 x 20,000).
+    SVD would outlast the fit (5,000 x 20,000 and more).
     """
-    X = text_like(n=n, d=d, density=density)
-    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
-    # The measurement (not the fit) densifies, and goes block by block of pairs.
-    Xd = X.toarray()
-    grp = [
-        blocked_distortion(
-            Xd, GaussianRandomProjection(k, random_state=s).fit_transform(X)
+    # The fit in a fresh process, for its peak memory (as the large rows).
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        t, peak_fit, peak_total, jl, _ = pool.apply(
+            _fit_in_fresh_process, (("text_like", (n, d, density)), k)
         )
+    X = text_like(n=n, d=d, density=density)
+    # The measurement (not the fit) goes block by block of pairs, through
+    # sparse products.
+    embeddings = [jl.transform(X)] + [
+        GaussianRandomProjection(k, random_state=s).fit_transform(X)
         for s in range(n_seeds)
     ]
-    d_pca = (
-        f"; PCA {blocked_distortion(Xd, exact_pca(k).fit_transform(Xd)):.3f}"
-        if pca
-        else ""
-    )
+    if pca:
+        embeddings.append(exact_pca(k).fit_transform(X.toarray()))
+    measured = blocked_distortions(X, embeddings)
+    grp = measured[1 : 1 + n_seeds]
+    d_pca = f"; PCA {measured[-1]:.3f}" if pca else ""
     print(
         f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32), "
-        f"k={k}: learned {blocked_distortion(Xd, jl.transform(X)):.3f} in "
-        f"{t:.1f} s ({split(jl, t)}); GRP median of {n_seeds} "
+        f"k={k}: learned {measured[0]:.3f} in {t:.1f} s, peak memory of the "
+        f"fit {peak_fit:.0f} MiB above the data (process {peak_total:.0f} "
+        f"MiB) ({split(jl, t)}); GRP median of {n_seeds} "
         f"{np.median(grp):.3f}{d_pca}"
     )
 
@@ -299,37 +306,61 @@ def clustered_low_rank(n, d, seed=0, n_clusters=20, rank=10, noise=0.3):
 
 
 def blocked_distortion(X, Y, block=1024):
-    """Exact scale-free distortion over all pairs, block of rows by block.
+    """Exact scale-free distortion over all pairs, block of rows by block."""
+    return blocked_distortions(X, [Y], block)[0]
+
+
+def blocked_distortions(X, Ys, block=1024):
+    """Exact scale-free distortions of several embeddings ``Ys`` of ``X``.
 
     Squared distances pair by pair would need n^2 / 2 numbers; here each block's
-    are formed from differences (no Gram-form cancellation), in float64.
+    come from the Gram form ``|x_i|^2 + |x_j|^2 - 2 x_i.x_j`` in float64 (one
+    BLAS product, or a sparse one for sparse ``X``, which is never densified),
+    once for all embeddings.
     """
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    sq_x = np.einsum("ij,ij->i", X, X)
-    sq_y = np.einsum("ij,ij->i", Y, Y)
-    r_min, r_max = np.inf, -np.inf
+    if sparse.issparse(X):
+        X = sparse.csr_array(X, dtype=np.float64)
+        sq_x = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        sq_x = np.einsum("ij,ij->i", X, X)
+    Ys = [np.asarray(Y, dtype=np.float64) for Y in Ys]
+    sq_ys = [np.einsum("ij,ij->i", Y, Y) for Y in Ys]
+    r_min, r_max = np.full(len(Ys), np.inf), np.full(len(Ys), -np.inf)
     threshold = 1e-10 * sq_x.max()
-    for a in range(0, X.shape[0], block):
-        b = min(a + block, X.shape[0])
-        d2 = sq_x[a:b, None] + sq_x[None, a:] - 2.0 * (X[a:b] @ X[a:].T)
-        q = sq_y[a:b, None] + sq_y[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
-        upper = np.triu(np.ones((b - a, X.shape[0] - a), dtype=bool), 1)
+    n = X.shape[0]
+    for a in range(0, n, block):
+        b = min(a + block, n)
+        cross = X[a:b] @ X[a:].T
+        cross = cross.toarray() if sparse.issparse(cross) else cross
+        d2 = sq_x[a:b, None] + sq_x[None, a:] - 2.0 * cross
+        upper = np.triu(np.ones((b - a, n - a), dtype=bool), 1)
         valid = upper & (d2 > threshold)
-        r = np.maximum(q[valid], 0.0) / d2[valid]
-        if r.size:
-            r_min, r_max = min(r_min, r.min()), max(r_max, r.max())
+        d2 = d2[valid]
+        for i, (Y, sq_y) in enumerate(zip(Ys, sq_ys, strict=True)):
+            q = sq_y[a:b, None] + sq_y[None, a:] - 2.0 * (Y[a:b] @ Y[a:].T)
+            r = np.maximum(q[valid], 0.0) / d2
+            if r.size:
+                r_min[i], r_max[i] = min(r_min[i], r.min()), max(r_max[i], r.max())
     return (r_max - r_min) / (r_max + r_min)
 
 
-def _fit_in_fresh_process(n, d, k):
+def _fit_in_fresh_process(make_data, k):
     """Fit in this (spawned) process: time, peak RSS above the data, the map,
-    the time split and the certificate."""
-    X = clustered_low_rank(n, d)
-    base = peak_resident_mib()
+    the time split and the certificate.
+
+    ``make_data`` is ``(function name, arguments)`` (a spawned process
+    re-imports this module). The peak restarts after the data are made
+    (see ``reset_peak_resident``), so that their temporaries do not count.
+    """
+    name, args = make_data
+    X = globals()[name](*args)
+    base = reset_peak_resident()
+    if base is None:
+        base = peak_resident_mib()
     jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
     peak = peak_resident_mib()
-    return t, peak - base, peak, jl.components_, jl._fit_stats, certificate(jl)
+    return t, peak - base, peak, jl, certificate(jl)
 
 
 def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
@@ -338,11 +369,12 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
         # Minutes per row: the machine's speed before each.
         print(f"# large row {n}x{d}: {machine_conditions()}", flush=True)
         with ctx.Pool(1) as pool:
-            t, peak_fit, peak_total, components, stats, certified = pool.apply(
-                _fit_in_fresh_process, (n, d, k)
+            t, peak_fit, peak_total, jl, certified = pool.apply(
+                _fit_in_fresh_process, (("clustered_low_rank", (n, d)), k)
             )
         X = clustered_low_rank(n, d)
-        d_jl = blocked_distortion(X, X @ components.T)
+        stats = jl._fit_stats
+        d_jl = blocked_distortion(X, jl.transform(X))
         grp = [
             blocked_distortion(
                 X, GaussianRandomProjection(k, random_state=s).fit_transform(X)
@@ -378,8 +410,10 @@ if __name__ == "__main__":
     parser.add_argument("--sparse", action="store_true", help="the sparse row only")
     parser.add_argument(
         "--sparse-large",
-        action="store_true",
-        help="the 5,000 x 20,000 sparse text-like row only",
+        nargs="*",
+        metavar="NxD",
+        help="the large sparse text-like rows only, 100 non-zeros per row "
+        "(default 5000x20000; also 10000x40000)",
     )
     parser.add_argument(
         "--only",
@@ -396,9 +430,11 @@ if __name__ == "__main__":
     if args.large is not None:
         sizes = args.large or ["20000x100", "50000x50"]
         large(rows=[tuple(int(v) for v in size.split("x")) for size in sizes])
-    elif args.sparse_large:
+    elif args.sparse_large is not None:
         print(f"# {machine_conditions()}")
-        sparse_text(n=5000, d=20000, density=0.005, n_seeds=5, pca=False)
+        for size in args.sparse_large or ["5000x20000"]:
+            n, d = (int(v) for v in size.split("x"))
+            sparse_text(n=n, d=d, density=100 / d, n_seeds=5, pca=False)
         print(f"# at the end: {machine_conditions()}")
     elif args.sparse:
         print(f"# {machine_conditions()}")

@@ -14,11 +14,16 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from scipy import sparse
 from scipy.spatial.distance import pdist
 from sklearn.decomposition import PCA
 from sklearn.random_projection import GaussianRandomProjection
 
-from benchmarks.bench_jl import blocked_distortion, clustered_low_rank
+from benchmarks.bench_jl import (
+    blocked_distortion,
+    blocked_distortions,
+    clustered_low_rank,
+)
 from skderand import LearnedJLTransformer
 from skderand.embedding import _active
 from skderand.embedding._active import _ActivePairs
@@ -192,6 +197,21 @@ def test_fit_on_the_embedded_path_is_measured_exactly(monkeypatch):
         (r.max() - r.min()) / (r.max() + r.min()), rel=1e-9
     )
     assert jl.distortion_ < 0.8 * jl.initial_distortion_
+
+
+def test_benchmark_distortions_of_sparse_input_are_exact():
+    # The benchmark's blocked measurement (several embeddings at once, sparse
+    # input through sparse products, blocks smaller than the data) against
+    # the distortion from every pair's differences.
+    X = sparse.random(150, 400, density=0.05, format="csr", random_state=0)
+    rng = np.random.default_rng(1)
+    Ys = [X @ rng.standard_normal((400, k)) for k in (3, 10)]
+    measured = blocked_distortions(X, Ys, block=64)
+    for Y, value in zip(Ys, measured, strict=True):
+        r = pdist(Y, "sqeuclidean") / pdist(X.toarray(), "sqeuclidean")
+        exact = (r.max() - r.min()) / (r.max() + r.min())
+        assert value == pytest.approx(exact, rel=1e-12)
+        assert blocked_distortion(X.toarray(), Y) == pytest.approx(exact, rel=1e-12)
 
 
 def test_difference_matrix_is_the_subtraction_bit_for_bit():
