@@ -232,7 +232,9 @@ def _cholesky_coords(n, d, seed=0):
     Xc -= Xc.mean(axis=0)
     gram = Xc @ Xc.T
     factor = _PivotedCholesky(gram, 1e-12 * gram.diagonal().max())
-    return factor.coords, {"gram": gram / factor.scale**2, "factor": factor}
+    # K in the coordinates' order (the pivots') and scale.
+    gram = gram[np.ix_(factor.order, factor.order)] / factor.scale**2
+    return factor.coords, {"gram": gram, "factor": factor}
 
 
 def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
@@ -332,9 +334,10 @@ def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
     assert C.flags.c_contiguous
     np.testing.assert_allclose(C @ C.T, K, atol=1e-12 * abs(K).max())
     np.testing.assert_allclose(C.sum(axis=0), 0.0, atol=1e-12 * abs(C).max() * n)
-    # The pivot rows hold a lower triangular factor.
-    np.testing.assert_array_equal(np.triu(factor.F, 1), 0.0)
-    np.testing.assert_array_equal(C[factor.pivots], factor.F)
+    # Lower trapezoidal (the passes rely on it), its first rows the factor F.
+    np.testing.assert_array_equal(np.triu(C, 1), 0.0)
+    np.testing.assert_array_equal(C[: n - 1], factor.F)
+    assert sorted(factor.order) == list(range(n))
     rng = np.random.default_rng(5)
     M = rng.standard_normal((4, n - 1))
     pairs = _ActivePairs(C, working_set=8, **extra)

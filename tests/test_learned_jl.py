@@ -1089,7 +1089,11 @@ def test_large_sparse_span_from_a_pivoted_cholesky_factor(monkeypatch):
     )
     dense = X.toarray()
     centred = dense - dense.mean(axis=0)
-    ratios = pdist(span.coords, "sqeuclidean") / pdist(centred, "sqeuclidean")
+    # The coordinates' rows are the points in the pivots' order.
+    assert sorted(span.order) == list(range(X.shape[0]))
+    ratios = pdist(span.coords, "sqeuclidean") / pdist(
+        centred[span.order], "sqeuclidean"
+    )
     assert ratios.max() / ratios.min() - 1 < 1e-11
     A = rng.standard_normal((4, X.shape[1]))
     projected = principal.extend(principal.restrict(A))

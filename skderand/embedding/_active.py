@@ -151,7 +151,8 @@ class _ActivePairs:
         n = X.shape[0]
         self.n = n
         self.working_set = working_set
-        self.scanner = _PairScanner(X)
+        # A Cholesky factor's coordinates are lower trapezoidal.
+        self.scanner = _PairScanner(X, lower_trapezoidal=factor is not None)
         self.n_pairs = n * (n - 1) // 2
         self.all = None
         self._embedded = None

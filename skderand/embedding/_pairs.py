@@ -109,10 +109,12 @@ class _Span:
     rank they can have (``n - 1``), the coordinates come from a pivoted
     Cholesky factor of ``K`` instead (``factor``, see
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
-    not the principal directions; ``gram`` then keeps ``K`` in the
-    coordinates' scale (the certificate and the polish need it, and forming
-    it again from the coordinates cost 2.7 s at 5,000 rows). Otherwise
-    ``gram`` and ``factor`` are None.
+    not the principal directions, and the rows of ``coords`` are the points
+    in the order ``order`` (the pivots'); ``gram`` then keeps ``K`` in the
+    coordinates' order and scale (the certificate and the polish need it,
+    and forming it again from the coordinates cost 2.7 s at 5,000 rows).
+    Otherwise ``gram``, ``factor`` and ``order`` are None (``coords`` in the
+    points' order).
 
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
@@ -121,7 +123,7 @@ class _Span:
     def __init__(self, X):
         n, d = X.shape
         self.sparse = sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
-        self.factor = self.gram = None
+        self.factor = self.gram = self.order = None
         if not self.sparse:
             Xd = X.toarray() if sparse.issparse(X) else X
             # C order: the same BLAS paths (hence bit-identical fits) for every
@@ -151,9 +153,11 @@ class _Span:
             factor = _PivotedCholesky(gram, eps * max(gram.diagonal().max(), 0.0))
             if factor.rank == n - 1:
                 self.factor, self.coords = factor, factor.coords
-                # K in the coordinates' scale, for the certificate and polish.
-                gram /= factor.scale**2
-                self.gram = gram
+                self.order = factor.order
+                # K in the coordinates' order and scale, for the certificate
+                # and the polish.
+                self.gram = gram[self.order[:, None], self.order]
+                self.gram /= factor.scale**2
                 return
             # Fewer dimensions than the centred rows can span (duplicate
             # rows, say): the principal directions, as below.
@@ -180,10 +184,10 @@ class _Span:
         if not self.sparse:
             return A @ self.basis
         if self.factor is not None:
-            # Xc = scale * C V^T, and Xc A^T = C (A V)^T * scale.
-            return self.factor.map_of_points(self._centred_product(A)) / (
-                self.factor.scale
-            )
+            # Xc = scale * C V^T (rows in the coordinates' order), and
+            # Xc A^T = C (A V)^T * scale.
+            points = self._centred_product(A)[self.order]
+            return self.factor.map_of_points(points) / self.factor.scale
         return (self._centred_product(A).T @ self.U) / np.sqrt(self.lam)
 
     def extend(self, W):
@@ -191,10 +195,10 @@ class _Span:
         if not self.sparse:
             return W @ self.basis.T
         if self.factor is not None:
-            # V^T = C^+ Xc / scale, and C^+ Xc = F^-1 Xc[pivots] (see
-            # _PivotedCholesky): only the pivot rows of X.
+            # V^T = C^+ Xc / scale, and C^+ Xc = F^-1 (the first rank rows of
+            # Xc in the coordinates' order, see _PivotedCholesky).
             B = self.factor.right_inverse_product(W) / self.factor.scale
-            rows = self.X[self.factor.pivots]
+            rows = self.X[self.order[: self.factor.rank]]
             return (rows.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
         B = (W / np.sqrt(self.lam)) @ self.U.T
         # B @ Xc = B @ X - (B 1) m^T, through the sparse X^T.
@@ -206,16 +210,20 @@ class _PivotedCholesky:
 
     LAPACK's dpstrf factors ``P^T K P = L L^T`` with ``L`` lower trapezoidal
     of the numerical rank ``r`` of ``K`` (the diagonal pivoting stops where
-    what is left of the diagonal is below ``tol``), so ``C = P L`` (rows back
-    in the points' order), divided by ``scale``, has ``C C^T = K / scale^2``:
-    the points' coordinates in some orthonormal basis of their span (any two
-    such are rotations of each other, so distances, the map's random start
-    and every rotation-invariant quantity of the fit are those of the
-    principal directions). For centred points of rank ``r = n - 1`` (the
-    columns of ``C`` are then centred too) the first ``r`` pivot rows of
-    ``C`` form an invertible lower triangular ``F``, and a centred ``n x k``
-    array ``Y`` in the span of ``C``'s columns is ``C A`` for exactly one
-    ``A = F^-1 Y[pivots]``: :meth:`map_of_points` costs one triangular solve.
+    what is left of the diagonal is below ``tol``). ``C = L / scale`` holds
+    the points in the pivots' order ``order`` (row ``i`` is point
+    ``order[i]``), with ``C C^T = P^T K P / scale^2``: their coordinates in
+    some orthonormal basis of their span (any two such are rotations of each
+    other, so distances, the map's random start and every rotation-invariant
+    quantity of the fit are those of the principal directions; the order of
+    the points changes nothing either). Row ``i`` of ``C`` is 0 beyond its
+    first ``i + 1`` entries, which the blocked passes use (see
+    ``_PairScanner``). For centred points of rank ``r = n - 1`` (the columns
+    of ``C`` are then centred too) the first ``r`` rows of ``C`` form an
+    invertible lower triangular ``F``, and a centred ``n x k`` array ``Y``
+    (rows in the same order) in the span of ``C``'s columns is ``C A`` for
+    exactly one ``A = F^-1 Y[:r]``: :meth:`map_of_points` costs one
+    triangular solve.
 
     Accuracy: on the text-like sets (1,500 x 4,000 and 5,000 x 20,000) the
     squared distances of these coordinates match those of the Gram matrix to
@@ -228,28 +236,31 @@ class _PivotedCholesky:
         L, piv, rank, info = lapack.dpstrf(gram, lower=1, tol=tol)
         if info < 0:  # pragma: no cover - only for an invalid argument
             raise ValueError(f"LAPACK dpstrf failed with info={info}")
-        piv = piv - 1
+        self.order = piv - 1
         # Centred points have rank at most n - 1; a last pivot above tol is
         # round-off (its column of L has that one entry), and is left out.
         self.rank = rank = min(int(rank), n - 1)
-        # Only the lower trapezoid of the first rank columns is the factor.
-        L = np.tril(L[:, :rank])
+        L = L[:, :rank]
+        # Only the lower trapezoid is the factor; above it LAPACK leaves the
+        # input's entries. Cleared column by column (contiguous in LAPACK's
+        # Fortran order; np.tril's copies took 0.7 s at 10,000 points).
+        for j in range(1, rank):
+            L[:j, j] = 0.0
         self.scale = np.abs(L).max() if rank > 0 else 1.0
-        L /= self.scale
-        # C order, rows in the points' order.
-        self.coords = np.empty((n, rank))
-        self.coords[piv] = L
-        self.pivots = piv[:rank]
-        self.F = np.ascontiguousarray(L[:rank])
-        self.tail = L[rank:]
+        # C order: the passes take blocks of rows.
+        self.coords = np.ascontiguousarray(L)
+        del L
+        self.coords /= self.scale
+        self.F = self.coords[:rank]
+        self.tail = self.coords[rank:]
 
     def map_of_points(self, Y):
         """``A`` (k x rank) with ``C A^T`` the centred ``Y`` (n x k).
 
         ``Y`` minus its column means lies in the span of ``C``'s columns (up
-        to round-off), and its pivot rows determine it.
+        to round-off), and its first ``rank`` rows determine it.
         """
-        Yc = Y[self.pivots] - Y.mean(axis=0)
+        Yc = Y[: self.rank] - Y.mean(axis=0)
         return linalg.solve_triangular(self.F, Yc, lower=True, check_finite=False).T
 
     def right_inverse_product(self, W):
@@ -262,7 +273,7 @@ class _PivotedCholesky:
         """``(C^T C)^-1 B`` for ``B`` (rank x m).
 
         ``C^T C = F^T F + T^T T`` with ``T`` the ``n - rank`` rows of ``C``
-        that are not pivots (one for centred points of rank ``n - 1``): the
+        below ``F`` (one for centred points of rank ``n - 1``): the
         Sherman-Morrison-Woodbury formula around ``F^T F``, whose inverse is
         two triangular solves.
         """
@@ -353,10 +364,17 @@ class _PairScanner:
     ``SCAN_SLACK``), so that a pass is one product and a few in-place
     operations per block; beyond, they are recomputed at every pass (in
     float32, with a bound on their round-off, in a float32 pass).
+
+    With ``lower_trapezoidal`` (the coordinates of a Cholesky factor, see
+    ``_PivotedCholesky``: row ``i`` of ``X`` is 0 beyond its first ``i + 1``
+    entries) the stored distances of rows ``a:b`` against the later ones
+    need the first ``b`` columns only: a third of the products of all pairs
+    (10,000 text-like points: 21 s -> 7 s).
     """
 
-    def __init__(self, X):
+    def __init__(self, X, lower_trapezoidal=False):
         self.X = X
+        self.lower_trapezoidal = lower_trapezoidal
         n = X.shape[0]
         self.n = n
         self.sq_norms = np.einsum("ij,ij->i", X, X)
@@ -474,16 +492,19 @@ class _PairScanner:
             self._tril[m] = np.tril(np.ones((m, m), dtype=bool))
         return self._tril[m]
 
-    def _gram_block(self, Z, Z_m2, norms, a, b):
-        """``|z_i|^2 + |z_j|^2 - 2 z_i.z_j`` for ``i`` in ``a:b``, ``j >= a``."""
-        out = Z[a:b] @ Z_m2[a:].T
-        out += norms[a:b, None]
-        out += norms[None, a:]
+    def _gram_block(self, a, b):
+        """``|x_i|^2 + |x_j|^2 - 2 x_i.x_j`` for ``i`` in ``a:b``, ``j >= a``."""
+        # Rows a:b of lower trapezoidal coordinates end at column b: the rest
+        # of the dot products are exact zeros.
+        width = b if self.lower_trapezoidal else self.X.shape[1]
+        out = self.X[a:b, :width] @ self._X_m2[a:, :width].T
+        out += self.sq_norms[a:b, None]
+        out += self.sq_norms[None, a:]
         return out
 
     def _inv_sq_dists(self, a, b):
         """``1 / |x_i - x_j|^2`` of a block: NaN where ``j <= i`` or coincident."""
-        d2 = self._gram_block(self.X, self._X_m2, self.sq_norms, a, b)
+        d2 = self._gram_block(a, b)
         d2[:, : b - a][self._lower(b - a)] = np.nan
         np.copyto(d2, np.nan, where=d2 <= self.threshold)
         return np.divide(1.0, d2, out=d2)
