@@ -503,6 +503,51 @@ def test_only_the_final_stage_runs_on_to_max_iter(
         assert total == sum(budgets[:-1]) + 1 < max_iter
 
 
+@pytest.mark.parametrize("final", [False, True])
+def test_stage_whose_solver_converges_at_once_ends_after_one_round(final, monkeypatch):
+    # A solver that converges where it starts spends no iteration (as at an
+    # isometry); the pass after its round finds no pair overtaking, and the
+    # stage ends there, not after max_iter rounds.
+    k = 4
+    pairs, z0 = _low_rank_stage(2, k, 24)
+    budgets = []
+
+    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+        budgets.append(max_iter)
+        return z, 0, True
+
+    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    n_scans = pairs.stats["n_scans"]
+    _, total = pairs.solve_stage(
+        z0,
+        k,
+        250.0,
+        derandomized=False,
+        penalty=0.1,
+        max_iter=1000,
+        tol=1e-2,
+        rng=np.random.RandomState(0),
+        final=final,
+    )
+    assert len(budgets) == 1
+    assert total == 0
+    # The stage's passes: the one before the rounds, one per round and the one
+    # that ends the stage (each at most two, see _ActivePairs.band).
+    assert pairs.stats["n_scans"] - n_scans <= 6
+
+
+def test_isometry_on_an_active_set_fit_ends_in_a_few_passes():
+    # n_components at the rank of data too large for all pairs: the map is an
+    # isometry from the start, and the fit ends after a few passes (it took
+    # 1,008 passes and 23 s, one per round of the final stage).
+    X = clustered_low_rank(1500, 12, seed=3)
+    jl = LearnedJLTransformer(12, random_state=0).fit(X)
+    assert jl._fit_stats["max_active"] < 1500 * 1499 // 2  # an active set
+    assert jl.distortion_ <= 1e-9
+    assert blocked_distortion(X, jl.transform(X)) <= 1e-9
+    assert jl._fit_stats["n_scans"] <= 20
+
+
 @pytest.mark.parametrize("long_rounds", [False, True])
 @pytest.mark.parametrize("beta", [15.625, 250.0])
 def test_float32_products_only_in_long_low_sharpness_rounds(

@@ -682,7 +682,11 @@ class _ActivePairs:
                 r_min, r_max, low, high = self.band(M, n_side, band)
             elif long_rounds and (best is None or distortion < best[0]):
                 best = (distortion, z)
-            if total:
+            if round_:
+                # (From the second round on, not once iterations were spent: a
+                # solver that converged at once, as at an isometry, spends none,
+                # and the stage went on for max_iter rounds of one pass each;
+                # clustered 1,500 x 20, k = 20: 1,008 passes, 23 s.)
                 r = self.ratios(M)
                 inside = r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9)
                 # No pair outside the set moves the extremes, and the solver has
