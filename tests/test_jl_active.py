@@ -25,7 +25,7 @@ from benchmarks.bench_jl import (
     clustered_low_rank,
 )
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active
+from skderand.embedding import _active, _pairs
 from skderand.embedding._active import _ActivePairs
 from skderand.embedding._pairs import (
     GRAM_DIRECT_FACTOR,
@@ -237,14 +237,33 @@ def _cholesky_coords(n, d, seed=0):
     return factor.coords, {"gram": gram, "factor": factor}
 
 
+def _sparse_span(monkeypatch, n, d, basis, seed=0):
+    # The span of sparse rows as large sparse input gets it (patched down to
+    # this size): principal or Cholesky coordinates, with the Gram matrix's
+    # products through sparse products with the rows.
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    if basis.endswith("cholesky"):
+        monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    X = sparse.random(n, d, density=0.3, format="csr", random_state=seed)
+    X.data = np.random.default_rng(seed).exponential(size=X.nnz)
+    span = _Span(X)
+    assert span.sparse and (span.factor is None) == (basis == "sparse principal")
+    extra = {"gram_product": span.gram_product, "factor": span.factor}
+    if span.gram is not None:
+        extra["gram"] = span.gram
+    return span.coords, extra
+
+
 def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
     # Active pairs on every point of a span of n - 1 dimensions, not all pairs.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
     monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
     if basis == "principal":
         X, extra = _coords(n, d), {}
-    else:
+    elif basis == "cholesky":
         X, extra = _cholesky_coords(n, d)
+    else:
+        X, extra = _sparse_span(monkeypatch, n, d, basis)
     pairs = _ActivePairs(X, working_set=8, **extra)
     pairs.reset(k)
     rows, cols = _some_pairs(n, 4 * n, seed=10)
@@ -270,7 +289,9 @@ def test_embedded_hessp_is_the_map_hessp(monkeypatch):
     )
 
 
-@pytest.mark.parametrize("basis", ["principal", "cholesky"])
+@pytest.mark.parametrize(
+    "basis", ["principal", "cholesky", "sparse principal", "sparse cholesky"]
+)
 @pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("n_lanczos", [5, 100])
 def test_embedded_certificate_is_the_map_certificate(
@@ -285,8 +306,10 @@ def test_embedded_certificate_is_the_map_certificate(
     # measured here; 1e-5 allowed), the gradient (float64) as before. In the
     # coordinates of a Cholesky factor (not principal: X^T X is not
     # diagonal) the dual start and the Ritz vector go through its solves.
+    # The spans of sparse rows multiply by K through sparse products with the
+    # rows, in float64 even with single.
     pairs, obj, z = _embedded_pairs(monkeypatch, basis=basis)
-    assert (pairs.factor is None) == (basis == "principal")
+    assert (pairs.factor is None) == basis.endswith("principal")
     monkeypatch.setattr(_active, "LANCZOS_ITER", n_lanczos)
     cert = _active._embedded_certificate(
         pairs,
@@ -355,7 +378,32 @@ def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
     assert pairs.scale is None
 
 
-@pytest.mark.parametrize("basis", ["principal", "cholesky"])
+@pytest.mark.parametrize("basis", ["sparse principal", "sparse cholesky"])
+def test_sparse_span_multiplies_by_the_gram_matrix_of_its_coordinates(
+    monkeypatch, basis
+):
+    # K P = C (C^T P) for the coordinates C, through sparse products with the
+    # rows (centred, in the coordinates' order and scale), for any P; and the
+    # largest eigenvalue of K from them.
+    C, extra = _sparse_span(monkeypatch, 80, 120, basis, seed=2)
+    P = np.random.default_rng(3).standard_normal((80, 5)) + 1.0
+    expected = C @ (C.T @ P)
+    np.testing.assert_allclose(
+        extra["gram_product"](P), expected, atol=1e-12 * abs(expected).max()
+    )
+    pairs = _ActivePairs(C, working_set=8, **extra)
+    np.testing.assert_allclose(
+        pairs.gram_product(P, single=True), expected, atol=1e-12 * abs(expected).max()
+    )
+    K = C @ C.T
+    assert pairs.largest_cross_eigenvalue() == pytest.approx(
+        np.linalg.eigvalsh(K)[-1], rel=1e-8
+    )
+
+
+@pytest.mark.parametrize(
+    "basis", ["principal", "cholesky", "sparse principal", "sparse cholesky"]
+)
 def test_embedded_polish_takes_the_map_polish_steps(monkeypatch, basis):
     # The prox-linear steps on the embedded points (Gram matrix K = X X^T)
     # are the map's steps: the same number, the same map at the end.

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import LinearOperator, eigsh
 
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -142,11 +142,18 @@ class _ActivePairs:
     factor : _PivotedCholesky, default=None
         Where ``X`` came from (see ``_Span.factor``); None: ``X`` holds the
         principal coordinates of the span (``X^T X`` is diagonal).
+    gram_product : callable, default=None
+        ``P -> K P`` for ``K = X X^T``, if the caller has a cheaper way than
+        ``K`` itself (see ``_Span.gram_product``: sparse products with the
+        data); else through :meth:`gram`.
     """
 
-    def __init__(self, X, working_set, verbose=0, *, gram=None, factor=None):
+    def __init__(
+        self, X, working_set, verbose=0, *, gram=None, factor=None, gram_product=None
+    ):
         self.X = X
         self.factor = factor
+        self._gram_product = gram_product
         self.verbose = verbose
         n = X.shape[0]
         self.n = n
@@ -160,6 +167,7 @@ class _ActivePairs:
         self._key = None
         self._ratios = None
         self._gram = gram
+        self._gram32 = None
         self._largest_cross = None
         # The whitening scales the principal directions; a Cholesky basis has
         # none (its solves on the embedded points are whitened all the same,
@@ -458,6 +466,22 @@ class _ActivePairs:
             self._gram = self.X @ self.X.T
         return self._gram
 
+    def gram_product(self, P, single=False):
+        """``K P`` for ``K = X X^T`` and ``P`` of shape (n_samples, m), float64.
+
+        Through the caller's product (sparse products with the data, see
+        ``_Span.gram_product``) when there is one; else with ``K`` itself, in
+        float32 with ``single`` (a float32 copy of ``K`` is kept for that).
+        """
+        if self._gram_product is not None:
+            return self._gram_product(P)
+        K = self.gram()
+        if single:
+            if self._gram32 is None:
+                self._gram32 = K.astype(np.float32)
+            K = self._gram32
+        return (K @ P.astype(K.dtype, copy=False)).astype(np.float64, copy=False)
+
     def map_of_points(self, Y):
         """The map ``M`` whose embedded points ``X M^T`` are the centred ``Y``.
 
@@ -490,7 +514,12 @@ class _ActivePairs:
                 self._largest_cross = self.col_sq.max()
             else:
                 start = np.random.default_rng(0).standard_normal(self.n)
-                top = eigsh(self.gram(), k=1, which="LA", v0=start, tol=1e-8)[0]
+                K = LinearOperator(
+                    (self.n, self.n),
+                    matvec=lambda v: self.gram_product(v.reshape(-1, 1)),
+                    dtype=np.float64,
+                )
+                top = eigsh(K, k=1, which="LA", v0=start, tol=1e-8)[0]
                 self._largest_cross = float(top[0])
         return self._largest_cross
 
@@ -1167,9 +1196,6 @@ def _embedded_certificate(
     n, rank = X.shape
     value, grad = objective(z)
     Y = X @ z.reshape(k, rank).T
-    K = pairs.gram()
-    if single:
-        K = K.astype(np.float32)
     # sosp_certificate's start, drawn the same way, and its image: A v0 and
     # its dual K^+ A v0 = X (X^T X)^-1 v0^T (K X (X^T X)^-1 = X).
     V0 = rng.standard_normal(z.size).reshape(k, rank)
@@ -1184,8 +1210,7 @@ def _embedded_certificate(
         return h.ravel()
 
     def primal(p):
-        p = p.reshape(n, k).astype(K.dtype, copy=False)
-        return (K @ p).astype(np.float64, copy=False).ravel()
+        return pairs.gram_product(p.reshape(n, k), single=single).ravel()
 
     eig, vector, n_lanczos, residual = _lanczos_smallest(
         dual_product,

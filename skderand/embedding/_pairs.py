@@ -114,7 +114,8 @@ class _Span:
     coordinates' order and scale (the certificate and the polish need it,
     and forming it again from the coordinates cost 2.7 s at 5,000 rows).
     Otherwise ``gram``, ``factor`` and ``order`` are None (``coords`` in the
-    points' order).
+    points' order). Either way :meth:`gram_product` multiplies by the
+    coordinates' Gram matrix through sparse products with ``X``.
 
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
@@ -124,6 +125,7 @@ class _Span:
         n, d = X.shape
         self.sparse = sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
         self.factor = self.gram = self.order = None
+        self._rows = None
         if not self.sparse:
             Xd = X.toarray() if sparse.issparse(X) else X
             # C order: the same BLAS paths (hence bit-identical fits) for every
@@ -154,6 +156,7 @@ class _Span:
             if factor.rank == n - 1:
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
+                self.coords_scale = factor.scale
                 # K in the coordinates' order and scale, for the certificate
                 # and the polish.
                 self.gram = gram[self.order[:, None], self.order]
@@ -174,6 +177,30 @@ class _Span:
         coords = self.U * np.sqrt(self.lam)
         scale = np.abs(coords).max()
         self.coords = coords / scale if scale > 0 else coords
+        self.coords_scale = scale if scale > 0 else 1.0
+
+    def gram_product(self, P):
+        """``coords @ (coords.T @ P)`` for a sparse span, through sparse products.
+
+        The coordinates' Gram matrix is that of the centred rows in the
+        coordinates' order, divided by the coordinates' scale squared, so
+        ``K P = Xc (Xc^T P) / scale^2`` with ``Xc^T P = X^T P - m (1^T P)``
+        and ``Xc Z = X Z - 1 (m^T Z)``: two sparse products instead of an
+        ``n x n x m`` dense one, and in float64. Text-like rows (100 non-zeros
+        each), ``m = 30``, one BLAS thread: 1,500 / 5,000 / 10,000 points
+        1.2 / 13 / 28 ms against 2.4 / 31 / 120 ms for ``K`` in float32. (In
+        the principal coordinates the directions dropped as round-off are in
+        this product; they are below ``max(n, d) * eps`` of the largest.)
+        """
+        if self._rows is None:
+            rows = self.X if self.order is None else self.X[self.order]
+            # Both as CSR: the transpose's product as fast as the rows' own.
+            self._rows = (rows, sparse.csr_array(rows.T))
+        rows, rows_t = self._rows
+        Z = rows_t @ P - np.outer(self.mean, P.sum(axis=0))
+        out = rows @ Z - (self.mean @ Z)[None, :]
+        out /= self.coords_scale**2
+        return out
 
     def _centred_product(self, A):
         """``Xc @ A.T`` for a dense ``A`` of shape (k, n_features)."""
