@@ -59,7 +59,7 @@ def fit_bytes(X, n_components):
     The span: a dense centred copy with its SVD (about three ``n x d`` arrays),
     or, for large sparse input, the ``n x n`` Gram matrix with its
     eigendecomposition or its pivoted Cholesky factor (about three; with the
-    factor, the Gram matrix stays for the certificate). Then the coordinates
+    factor, the Gram matrix stays for the polish). Then the coordinates
     (``n x rank``), the stored pair distances (at most ``STORE_BYTES_32``;
     beyond, the float32 copy of the coordinates that passes recompute them
     from), a few scan blocks and the map, its random start and their products
@@ -111,7 +111,7 @@ class _Span:
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
     not the principal directions, and the rows of ``coords`` are the points
     in the order ``order`` (the pivots'); ``gram`` then keeps ``K`` in the
-    coordinates' order and scale (the certificate and the polish need it,
+    coordinates' order and scale (the polish reads its entries,
     and forming it again from the coordinates cost 2.7 s at 5,000 rows).
     Otherwise ``gram``, ``factor`` and ``order`` are None (``coords`` in the
     points' order). Either way :meth:`gram_product` multiplies by the
@@ -157,8 +157,8 @@ class _Span:
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
                 self.coords_scale = factor.scale
-                # K in the coordinates' order and scale, for the certificate
-                # and the polish.
+                # K in the coordinates' order and scale, for the polish's
+                # entries (its products: gram_product).
                 self.gram = gram[self.order[:, None], self.order]
                 self.gram /= factor.scale**2
                 return
