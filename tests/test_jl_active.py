@@ -30,10 +30,12 @@ from skderand.embedding._active import _ActivePairs
 from skderand.embedding._pairs import (
     GRAM_DIRECT_FACTOR,
     GRAM_RTOL,
+    _HeldGram,
     _PairObjective,
     _PairScanner,
     _PivotedCholesky,
     _Span,
+    _SparseGram,
     all_pairs,
     difference_matrix,
     exact_sq_dists,
@@ -231,10 +233,11 @@ def _cholesky_coords(n, d, seed=0):
     Xc = rng.standard_normal((n, d))
     Xc -= Xc.mean(axis=0)
     gram = Xc @ Xc.T
-    factor = _PivotedCholesky(gram, 1e-12 * gram.diagonal().max())
+    # (The factor overwrites the matrix it factors.)
+    factor = _PivotedCholesky(gram.copy(), 1e-12 * gram.diagonal().max())
     # K in the coordinates' order (the pivots') and scale.
     gram = gram[np.ix_(factor.order, factor.order)] / factor.scale**2
-    return factor.coords, {"gram": gram, "factor": factor}
+    return factor.coords, {"gram": _HeldGram(gram), "factor": factor}
 
 
 def _sparse_span(monkeypatch, n, d, basis, seed=0):
@@ -248,10 +251,7 @@ def _sparse_span(monkeypatch, n, d, basis, seed=0):
     X.data = np.random.default_rng(seed).exponential(size=X.nnz)
     span = _Span(X)
     assert span.sparse and (span.factor is None) == (basis == "sparse principal")
-    extra = {"gram_product": span.gram_product, "factor": span.factor}
-    if span.gram is not None:
-        extra["gram"] = span.gram
-    return span.coords, extra
+    return span.coords, {"gram": span.gram, "factor": span.factor}
 
 
 def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
@@ -352,7 +352,7 @@ def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
     # largest eigenvalue of C^T C is that of K.
     n, d = 60, 90
     C, extra = _cholesky_coords(n, d, seed=4)
-    factor, K = extra["factor"], extra["gram"]
+    factor, K = extra["factor"], extra["gram"].K
     assert C.shape == (n, n - 1) and factor.rank == n - 1
     assert C.flags.c_contiguous
     np.testing.assert_allclose(C @ C.T, K, atol=1e-12 * abs(K).max())
@@ -382,20 +382,24 @@ def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
 def test_sparse_span_multiplies_by_the_gram_matrix_of_its_coordinates(
     monkeypatch, basis
 ):
-    # K P = C (C^T P) for the coordinates C, through sparse products with the
-    # rows (centred, in the coordinates' order and scale), for any P; and the
-    # largest eigenvalue of K from them.
+    # K P = C (C^T P) for the coordinates C, and K's rows, through sparse
+    # products with the rows (centred, in the coordinates' order and scale),
+    # for any P; and the largest eigenvalue of K from them. The dense K is not
+    # formed.
     C, extra = _sparse_span(monkeypatch, 80, 120, basis, seed=2)
     P = np.random.default_rng(3).standard_normal((80, 5)) + 1.0
     expected = C @ (C.T @ P)
-    np.testing.assert_allclose(
-        extra["gram_product"](P), expected, atol=1e-12 * abs(expected).max()
-    )
-    pairs = _ActivePairs(C, working_set=8, **extra)
-    np.testing.assert_allclose(
-        pairs.gram_product(P, single=True), expected, atol=1e-12 * abs(expected).max()
-    )
+    gram = extra["gram"]
+    assert isinstance(gram, _SparseGram)
+    for single in (False, True):
+        np.testing.assert_allclose(
+            gram.product(P, single=single), expected, atol=1e-12 * abs(expected).max()
+        )
     K = C @ C.T
+    index = np.array([5, 0, 79, 5])
+    np.testing.assert_allclose(gram.rows(index), K[index], atol=1e-12 * abs(K).max())
+    pairs = _ActivePairs(C, working_set=8, **extra)
+    assert pairs.gram() is gram
     assert pairs.largest_cross_eigenvalue() == pytest.approx(
         np.linalg.eigvalsh(K)[-1], rel=1e-8
     )

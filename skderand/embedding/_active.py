@@ -21,6 +21,7 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 
 from skderand.embedding._pairs import (
     _GramObjective,
+    _HeldGram,
     _PairObjective,
     _PairScanner,
     all_pairs,
@@ -136,24 +137,18 @@ class _ActivePairs:
         data has at most this many pairs, every pair is active all the time.
     verbose : int, default=0
         1: a line per active-set round; 2: also the L-BFGS iterations.
-    gram : ndarray of shape (n_samples, n_samples), default=None
-        ``X X^T`` if the caller has it (see ``_Span.gram``); else formed when
-        first needed (see :meth:`gram`).
+    gram : _SparseGram or _HeldGram, default=None
+        ``K = X X^T`` by its products and rows, if the caller has it (see
+        ``_Span.gram``: sparse products with the data); else ``K`` is formed
+        when first needed (see :meth:`gram`).
     factor : _PivotedCholesky, default=None
         Where ``X`` came from (see ``_Span.factor``); None: ``X`` holds the
         principal coordinates of the span (``X^T X`` is diagonal).
-    gram_product : callable, default=None
-        ``P -> K P`` for ``K = X X^T``, if the caller has a cheaper way than
-        ``K`` itself (see ``_Span.gram_product``: sparse products with the
-        data); else through :meth:`gram`.
     """
 
-    def __init__(
-        self, X, working_set, verbose=0, *, gram=None, factor=None, gram_product=None
-    ):
+    def __init__(self, X, working_set, verbose=0, *, gram=None, factor=None):
         self.X = X
         self.factor = factor
-        self._gram_product = gram_product
         self.verbose = verbose
         n = X.shape[0]
         self.n = n
@@ -167,7 +162,6 @@ class _ActivePairs:
         self._key = None
         self._ratios = None
         self._gram = gram
-        self._gram32 = None
         self._largest_cross = None
         # The whitening scales the principal directions; a Cholesky basis has
         # none (its solves on the embedded points are whitened all the same,
@@ -453,34 +447,19 @@ class _ActivePairs:
         return Y
 
     def gram(self):
-        """``K = X X^T``, kept for the embedded certificate and polish.
+        """``K = X X^T`` by its products and rows (``_HeldGram`` or the caller's).
 
         ``K P = X (X^T P)`` for an ``n x k`` array in one ``n x n x k``
         product instead of two ``n x rank x k`` ones (see
         :func:`_embedded_certificate`), and ``X d_p`` for a pair is the
-        difference of two of its columns (see ``_polish._EmbeddedSteps``).
-        Forming it costs about 0.07 s on the sparse text-like set (1,500
-        points).
+        difference of two of its rows (see ``_polish._EmbeddedSteps``).
+        Formed from ``X`` when the caller has no cheaper way (0.07 s for
+        1,500 points in 1,499 dimensions); sparse input has (see
+        ``_Span.gram``).
         """
         if self._gram is None:
-            self._gram = self.X @ self.X.T
+            self._gram = _HeldGram(self.X @ self.X.T)
         return self._gram
-
-    def gram_product(self, P, single=False):
-        """``K P`` for ``K = X X^T`` and ``P`` of shape (n_samples, m), float64.
-
-        Through the caller's product (sparse products with the data, see
-        ``_Span.gram_product``) when there is one; else with ``K`` itself, in
-        float32 with ``single`` (a float32 copy of ``K`` is kept for that).
-        """
-        if self._gram_product is not None:
-            return self._gram_product(P)
-        K = self.gram()
-        if single:
-            if self._gram32 is None:
-                self._gram32 = K.astype(np.float32)
-            K = self._gram32
-        return (K @ P.astype(K.dtype, copy=False)).astype(np.float64, copy=False)
 
     def map_of_points(self, Y):
         """The map ``M`` whose embedded points ``X M^T`` are the centred ``Y``.
@@ -505,7 +484,7 @@ class _ActivePairs:
         """The largest eigenvalue of ``X^T X`` (and of ``K = X X^T``).
 
         In principal coordinates the largest ``col_sq``; else by Lanczos on
-        ``K`` (ARPACK, from a start of a local generator: no global random
+        ``K``'s products (ARPACK, from a start of a local generator: no global random
         state), to 1e-8 relative: it scales a stopping test of the solves
         only (the certificate measures the gradient itself).
         """
@@ -516,7 +495,7 @@ class _ActivePairs:
                 start = np.random.default_rng(0).standard_normal(self.n)
                 K = LinearOperator(
                     (self.n, self.n),
-                    matvec=lambda v: self.gram_product(v.reshape(-1, 1)),
+                    matvec=lambda v: self.gram().product(v.reshape(-1, 1)),
                     dtype=np.float64,
                 )
                 top = eigsh(K, k=1, which="LA", v0=start, tol=1e-8)[0]
@@ -1170,7 +1149,7 @@ def _embedded_certificate(
     from ``v0`` (the same tridiagonal matrix, hence the same Ritz values, up
     to round-off), from the same random ``v0``. A step costs one product
     with ``K`` (times a dual vector, the centred ``H_Y q``; for sparse input
-    two sparse products with the rows, see :meth:`_ActivePairs.gram_product`)
+    two sparse products with the rows, see ``_pairs._SparseGram``)
     instead of the map's two ``n x rank x k`` ones. The gradient norm is the map's, as
     ``sosp_certificate`` computes it; the smallest Ritz value is a Rayleigh
     quotient of ``H_M`` (at ``A^-1`` of the Ritz vector), an upper bound on
@@ -1215,7 +1194,7 @@ def _embedded_certificate(
         return h.ravel()
 
     def primal(p):
-        return pairs.gram_product(p.reshape(n, k), single=single).ravel()
+        return pairs.gram().product(p.reshape(n, k), single=single).ravel()
 
     eig, vector, n_lanczos, residual = _lanczos_smallest(
         dual_product,

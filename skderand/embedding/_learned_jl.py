@@ -439,7 +439,6 @@ class LearnedJLTransformer(
                 verbose=self.verbose,
                 gram=span.gram,
                 factor=span.factor,
-                gram_product=span.gram_product if span.sparse else None,
             )
             if self.n_components == "auto":
                 fit = self._search_dimension(span, pairs, seed, curvature_tol)

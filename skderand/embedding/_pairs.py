@@ -110,12 +110,12 @@ class _Span:
     Cholesky factor of ``K`` instead (``factor``, see
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
     not the principal directions, and the rows of ``coords`` are the points
-    in the order ``order`` (the pivots'); ``gram`` then keeps ``K`` in the
-    coordinates' order and scale (the polish reads its entries,
-    and forming it again from the coordinates cost 2.7 s at 5,000 rows).
-    Otherwise ``gram``, ``factor`` and ``order`` are None (``coords`` in the
-    points' order). Either way :meth:`gram_product` multiplies by the
-    coordinates' Gram matrix through sparse products with ``X``.
+    in the order ``order`` (the pivots'), and the factor takes the Gram
+    matrix's memory.
+    Otherwise ``factor`` and ``order`` are None (``coords`` in the points'
+    order). For sparse input ``gram`` is the coordinates' Gram matrix as
+    sparse products with the rows (:class:`_SparseGram`; the dense one is
+    not kept); for dense input None.
 
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
@@ -125,7 +125,6 @@ class _Span:
         n, d = X.shape
         self.sparse = sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
         self.factor = self.gram = self.order = None
-        self._rows = None
         if not self.sparse:
             Xd = X.toarray() if sparse.issparse(X) else X
             # C order: the same BLAS paths (hence bit-identical fits) for every
@@ -146,25 +145,23 @@ class _Span:
             return
         self.X = sparse.csr_array(X, dtype=np.float64)
         self.mean = np.asarray(self.X.mean(axis=0)).ravel()
-        Xm = self.X @ self.mean
-        gram = (self.X @ self.X.T).toarray()
-        # Centring: (X - 1 m^T)(X - 1 m^T)^T.
-        gram -= Xm[:, None] + Xm[None, :] - self.mean @ self.mean
+        gram = _centred_gram(self.X, self.mean)
         eps = max(n, d) * np.finfo(np.float64).eps
         if n >= CHOLESKY_MIN_SAMPLES:
-            factor = _PivotedCholesky(gram, eps * max(gram.diagonal().max(), 0.0))
+            tol = eps * max(gram.diagonal().max(), 0.0)
+            # The factor overwrites the Gram matrix (see _PivotedCholesky).
+            factor = _PivotedCholesky(gram, tol)
+            del gram
             if factor.rank == n - 1:
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
-                self.coords_scale = factor.scale
-                # K in the coordinates' order and scale, for the polish's
-                # entries (its products: gram_product).
-                self.gram = gram[self.order[:, None], self.order]
-                self.gram /= factor.scale**2
+                self.gram = _SparseGram(self.X[self.order], self.mean, factor.scale)
                 return
             # Fewer dimensions than the centred rows can span (duplicate
-            # rows, say): the principal directions, as below.
+            # rows, say): the principal directions, as below, from the Gram
+            # matrix formed again.
             del factor
+            gram = _centred_gram(self.X, self.mean)
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
         # eigenvector is needed, and there it is faster (1,500 x 1,500, one
         # BLAS thread: 0.43 s against 0.58 s).
@@ -177,30 +174,7 @@ class _Span:
         coords = self.U * np.sqrt(self.lam)
         scale = np.abs(coords).max()
         self.coords = coords / scale if scale > 0 else coords
-        self.coords_scale = scale if scale > 0 else 1.0
-
-    def gram_product(self, P):
-        """``coords @ (coords.T @ P)`` for a sparse span, through sparse products.
-
-        The coordinates' Gram matrix is that of the centred rows in the
-        coordinates' order, divided by the coordinates' scale squared, so
-        ``K P = Xc (Xc^T P) / scale^2`` with ``Xc^T P = X^T P - m (1^T P)``
-        and ``Xc Z = X Z - 1 (m^T Z)``: two sparse products instead of an
-        ``n x n x m`` dense one, and in float64. Text-like rows (100 non-zeros
-        each), ``m = 30``, one BLAS thread: 1,500 / 5,000 / 10,000 points
-        1.2 / 13 / 28 ms against 2.4 / 31 / 120 ms for ``K`` in float32. (In
-        the principal coordinates the directions dropped as round-off are in
-        this product; they are below ``max(n, d) * eps`` of the largest.)
-        """
-        if self._rows is None:
-            rows = self.X if self.order is None else self.X[self.order]
-            # Both as CSR: the transpose's product as fast as the rows' own.
-            self._rows = (rows, sparse.csr_array(rows.T))
-        rows, rows_t = self._rows
-        Z = rows_t @ P - np.outer(self.mean, P.sum(axis=0))
-        out = rows @ Z - (self.mean @ Z)[None, :]
-        out /= self.coords_scale**2
-        return out
+        self.gram = _SparseGram(self.X, self.mean, scale if scale > 0 else 1.0)
 
     def _centred_product(self, A):
         """``Xc @ A.T`` for a dense ``A`` of shape (k, n_features)."""
@@ -232,6 +206,91 @@ class _Span:
         return (self.X.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
 
 
+def _centred_gram(X, mean):
+    """``Xc Xc^T`` of the centred sparse rows, dense, formed block by block.
+
+    ``(X - 1 m^T)(X - 1 m^T)^T = X X^T - (X m) 1^T - 1 (X m)^T + |m|^2``. The
+    sparse product ``X X^T`` of all rows at once can hold more than the dense
+    result (its indices); by blocks of rows only a block's is alive.
+    """
+    n = X.shape[0]
+    Xm = X @ mean
+    XT = sparse.csc_array(X.T)
+    gram = np.empty((n, n))
+    step = max(1, BLOCK_ELEMENTS // max(n, 1))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        block = gram[a:b]
+        block[...] = (X[a:b] @ XT).toarray()
+        block -= Xm[a:b, None] + Xm[None, :] - mean @ mean
+    return gram
+
+
+class _SparseGram:
+    """The Gram matrix ``K = C C^T`` of a sparse span's coordinates ``C``.
+
+    ``C`` holds the centred sparse rows ``rows`` (in the coordinates' order)
+    in an orthonormal basis of their span, divided by ``scale``, so ``K =
+    Xc Xc^T / scale^2`` (``Xc = rows - 1 m^T``); it is never formed whole,
+    only its products and rows, through sparse products with the rows. (In
+    principal coordinates the directions dropped as round-off are in it;
+    they are below ``max(n, d) * eps`` of the largest.)
+    """
+
+    def __init__(self, rows, mean, scale):
+        self.rows_ = rows
+        # The transpose as CSR too: its products as fast as the rows' own.
+        self.rows_t = sparse.csr_array(rows.T)
+        self.mean = mean
+        self.row_means = rows @ mean
+        self.scale2 = scale**2
+
+    def product(self, P, single=False):
+        """``K P`` for ``P`` of shape (n, m), in float64 (``single`` ignored).
+
+        ``Xc^T P = X^T P - m (1^T P)`` and ``Xc Z = X Z - 1 (m^T Z)``: two
+        sparse products instead of an ``n x n x m`` dense one. Text-like rows
+        (100 non-zeros each), ``m = 30``, one BLAS thread: 1,500 / 5,000 /
+        10,000 points 1.2 / 13 / 28 ms against 2.4 / 31 / 120 ms for ``K`` in
+        float32.
+        """
+        Z = self.rows_t @ P - np.outer(self.mean, P.sum(axis=0))
+        out = self.rows_ @ Z - (self.mean @ Z)[None, :]
+        out /= self.scale2
+        return out
+
+    def rows(self, index):
+        """``K[index]``, dense, as :func:`_centred_gram` forms its rows."""
+        out = (self.rows_[index] @ self.rows_t).toarray()
+        out -= (
+            self.row_means[index, None]
+            + self.row_means[None, :]
+            - self.mean @ self.mean
+        )
+        out /= self.scale2
+        return out
+
+
+class _HeldGram:
+    """A Gram matrix ``K`` held whole, with :class:`_SparseGram`'s methods."""
+
+    def __init__(self, K):
+        self.K = K
+        self._K32 = None
+
+    def product(self, P, single=False):
+        """``K P`` in float64; with ``single`` through a float32 copy of ``K``."""
+        K = self.K
+        if single:
+            if self._K32 is None:
+                self._K32 = K.astype(np.float32)
+            K = self._K32
+        return (K @ P.astype(K.dtype, copy=False)).astype(np.float64, copy=False)
+
+    def rows(self, index):
+        return self.K[index]
+
+
 class _PivotedCholesky:
     """Coordinates of centred points from a pivoted Cholesky factor of their Gram.
 
@@ -256,27 +315,36 @@ class _PivotedCholesky:
     squared distances of these coordinates match those of the Gram matrix to
     6e-13 and 9e-12 relative (those of the eigendecomposition's to 2e-15): the
     blocked factorization's round-off, about ``n`` unit round-offs.
+
+    ``gram`` (C-ordered float64) is overwritten: its memory holds the
+    coordinates.
     """
 
     def __init__(self, gram, tol):
         n = gram.shape[0]
-        L, piv, rank, info = lapack.dpstrf(gram, lower=1, tol=tol)
+        # In place: gram.T is Fortran-ordered and, gram being symmetric, the
+        # same matrix. LAPACK's upper factor U (P^T K P = U^T U) read in C
+        # order is L = U^T; the input's entries stay in the other triangle.
+        U, piv, rank, info = lapack.dpstrf(gram.T, lower=0, tol=tol, overwrite_a=1)
         if info < 0:  # pragma: no cover - only for an invalid argument
             raise ValueError(f"LAPACK dpstrf failed with info={info}")
         self.order = piv - 1
         # Centred points have rank at most n - 1; a last pivot above tol is
         # round-off (its column of L has that one entry), and is left out.
         self.rank = rank = min(int(rank), n - 1)
-        L = L[:, :rank]
-        # Only the lower trapezoid is the factor; above it LAPACK leaves the
-        # input's entries. Cleared column by column (contiguous in LAPACK's
-        # Fortran order; np.tril's copies took 0.7 s at 10,000 points).
-        for j in range(1, rank):
-            L[:j, j] = 0.0
-        self.scale = np.abs(L).max() if rank > 0 else 1.0
-        # C order: the passes take blocks of rows.
-        self.coords = np.ascontiguousarray(L)
-        del L
+        # The rows of L[:, :rank] packed into a C-ordered n x rank array in
+        # the same memory, zero beyond the trapezoid. Row i moves to offset
+        # i * rank from i * n: no later row's entries are overwritten before
+        # they are read (a copy and np.tril took 0.7 s and n^2 floats more
+        # at 10,000 points).
+        flat = U.T.reshape(-1)
+        for i in range(n):
+            m = min(i + 1, rank)
+            if i:
+                flat[i * rank : i * rank + m] = flat[i * n : i * n + m]
+            flat[i * rank + m : (i + 1) * rank] = 0.0
+        self.coords = flat[: n * rank].reshape(n, rank)
+        self.scale = np.abs(self.coords).max() if rank > 0 else 1.0
         self.coords /= self.scale
         self.F = self.coords[:rank]
         self.tail = self.coords[rank:]

@@ -265,7 +265,8 @@ class _EmbeddedSteps:
     points once at the end (``map_of_points``, see
     ``_ActivePairs.map_of_points``). A step ``W + sum_p c_p d_p^T`` moves ``Y``
     by ``sum_p (X d_p) c_p^T``, and ``X d_p = K[:, i] - K[:, j]`` and
-    ``d_p . d_q`` come from the Gram matrix ``K = X X^T``: per trial step
+    ``d_p . d_q`` come from the rows of the Gram matrix ``K = X X^T`` (see
+    ``_ActivePairs.gram``; for sparse input from sparse products): per trial step
     ``O(n m k)`` for the ``m`` pairs of the model instead of the
     ``n x rank x k`` product ``X W^T`` and the ``m x rank`` differences of
     the map's form (the sparse text-like set: rank 1,499 for 1,500 points;
@@ -288,7 +289,8 @@ class _EmbeddedSteps:
 
     def selected(self, Y, a, b):
         # Rows p of G are (X d_p)^T; their columns a, b give d_q . d_p.
-        G = self.K[a] - self.K[b]
+        rows = self.K.rows(np.concatenate([a, b]))
+        G = rows[: a.size] - rows[a.size :]
         self._G = G
         DD = G[:, a] - G[:, b]
         # Symmetric as the map's D D^T (round-off differs with the order).
@@ -310,8 +312,9 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
     about 0 on these pairs), the number of steps taken and whether the model
     predicted no further decrease (first-order stationarity).
 
-    With ``embedded = (K, map_of_points)`` (``K = X X^T``, and the map of
-    centred embedded points, see ``_ActivePairs.map_of_points``) the steps
+    With ``embedded = (K, map_of_points)`` (``K = X X^T`` by its rows, see
+    ``_ActivePairs.gram``, and the map of centred embedded points, see
+    ``_ActivePairs.map_of_points``) the steps
     move the embedded points instead of the map (see
     :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
     """
