@@ -25,7 +25,7 @@ from benchmarks.bench_jl import (
     clustered_low_rank,
 )
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active, _pairs
+from skderand.embedding import _active, _pairs, _polish
 from skderand.embedding._active import _ActivePairs
 from skderand.embedding._pairs import (
     GRAM_DIRECT_FACTOR,
@@ -421,6 +421,14 @@ def test_embedded_polish_takes_the_map_polish_steps(monkeypatch, basis):
     assert n_emb == n_map == 8
     assert not np.allclose(W_map, W, rtol=1e-3)
     np.testing.assert_allclose(W_emb, W_map, rtol=1e-9, atol=1e-9 * abs(W_map).max())
+    # K's rows kept for a few points only (the kept rows cleared, step after
+    # step): the same steps.
+    monkeypatch.setattr(_polish, "KEPT_ROWS_ELEMENTS", 3 * pairs.n)
+    W_few, n_few, _ = prox_linear_steps(
+        *args, max_steps=8, embedded=(pairs.gram(), pairs.map_of_points)
+    )
+    assert n_few == 8
+    np.testing.assert_array_equal(W_few, W_emb)
 
 
 def test_lanczos_second_pass_runs_where_the_first_cancels():
