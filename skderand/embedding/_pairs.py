@@ -112,9 +112,8 @@ class _Span:
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
     not the principal directions, and the rows of ``coords`` are the points
     in the order ``order`` (the pivots'), and the factor takes the Gram
-    matrix's memory.
-    Otherwise ``factor`` and ``order`` are None (``coords`` in the points'
-    order). For sparse input ``gram`` is the coordinates' Gram matrix as
+    matrix's memory. Otherwise ``factor`` and ``order`` are None (``coords``
+    in the points' order). For sparse input ``gram`` is the coordinates' Gram matrix as
     sparse products with the rows (:class:`_SparseGram`; the dense one is
     not kept); for dense input None.
 
@@ -216,7 +215,8 @@ def _centred_gram(X, mean):
     """
     n = X.shape[0]
     Xm = X @ mean
-    XT = sparse.csc_array(X.T)
+    # As CSR: a product converts its right-hand side to CSR, once here.
+    XT = sparse.csr_array(X.T)
     gram = np.empty((n, n))
     step = max(1, BLOCK_ELEMENTS // max(n, 1))
     for a in range(0, n, step):
