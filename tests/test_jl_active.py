@@ -384,8 +384,8 @@ def test_sparse_span_multiplies_by_the_gram_matrix_of_its_coordinates(
 ):
     # K P = C (C^T P) for the coordinates C, and K's rows, through sparse
     # products with the rows (centred, in the coordinates' order and scale),
-    # for any P; and the largest eigenvalue of K from them. The dense K is not
-    # formed.
+    # for any P; the pairs' squared distances; and the largest eigenvalue of K
+    # from them. The dense K is not formed.
     C, extra = _sparse_span(monkeypatch, 80, 120, basis, seed=2)
     P = np.random.default_rng(3).standard_normal((80, 5)) + 1.0
     expected = C @ (C.T @ P)
@@ -398,6 +398,9 @@ def test_sparse_span_multiplies_by_the_gram_matrix_of_its_coordinates(
     K = C @ C.T
     index = np.array([5, 0, 79, 5])
     np.testing.assert_allclose(gram.rows(index), K[index], atol=1e-12 * abs(K).max())
+    # Squared distances from the sparse rows' differences: the coordinates'.
+    a, b = _some_pairs(80, 300, seed=4)
+    np.testing.assert_allclose(gram.sq_dists(a, b), exact_sq_dists(C, a, b), rtol=1e-11)
     pairs = _ActivePairs(C, working_set=8, **extra)
     assert pairs.gram() is gram
     assert pairs.largest_cross_eigenvalue() == pytest.approx(

@@ -24,6 +24,7 @@ from skderand.embedding._pairs import (
     _HeldGram,
     _PairObjective,
     _PairScanner,
+    _SparseGram,
     all_pairs,
     exact_sq_dists,
 )
@@ -430,12 +431,22 @@ class _ActivePairs:
         :meth:`_PairScanner.stored_sq_dists`), the others measured directly.
         """
         if self.X.shape[1] < GRAM_DISTANCE_MIN_RANK:
-            return exact_sq_dists(self.X, rows, cols)
+            return self._direct_sq_dists(rows, cols)
         d2, ok = self.scanner.stored_sq_dists(rows, cols)
         if not ok.all():
             bad = ~ok
-            d2[bad] = exact_sq_dists(self.X, rows[bad], cols[bad])
+            d2[bad] = self._direct_sq_dists(rows[bad], cols[bad])
         return d2
+
+    def _direct_sq_dists(self, rows, cols):
+        """Exact squared distances: of the sparse rows when the span has them.
+
+        Their differences have a few hundred terms (see
+        ``_SparseGram.sq_dists``), the coordinates' one per dimension.
+        """
+        if isinstance(self._gram, _SparseGram):
+            return self._gram.sq_dists(rows, cols)
+        return exact_sq_dists(self.X, rows, cols)
 
     def _embed(self, M):
         """``X M^T``, kept for the last map asked (band and ratios ask twice)."""
