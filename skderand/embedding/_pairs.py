@@ -269,8 +269,16 @@ class _SparseGram:
         coordinates' own distances match them to about ``n`` unit round-offs
         (see :class:`_PivotedCholesky`).
         """
-        diff = self.rows_[rows] - self.rows_[cols]
-        return np.asarray(diff.multiply(diff).sum(axis=1)).ravel() / self.scale2
+        out = np.empty(rows.size)
+        # Chunks of about BLOCK_ELEMENTS stored entries per difference matrix.
+        per_pair = 2 * max(1, self.rows_.nnz // max(1, self.rows_.shape[0]))
+        step = max(1, BLOCK_ELEMENTS // per_pair)
+        for start in range(0, rows.size, step):
+            sl = slice(start, start + step)
+            diff = self.rows_[rows[sl]] - self.rows_[cols[sl]]
+            out[sl] = diff.multiply(diff).sum(axis=1)
+        out /= self.scale2
+        return out
 
     def rows(self, index):
         """``K[index]``, dense, as :func:`_centred_gram` forms its rows."""
