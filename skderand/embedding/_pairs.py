@@ -145,7 +145,8 @@ class _Span:
             return
         self.X = sparse.csr_array(X, dtype=np.float64)
         self.mean = np.asarray(self.X.mean(axis=0)).ravel()
-        gram = _centred_gram(self.X, self.mean)
+        centred_gram = _SparseGram(self.X, self.mean)
+        gram = centred_gram.dense()
         eps = max(n, d) * np.finfo(np.float64).eps
         if n >= CHOLESKY_MIN_SAMPLES:
             tol = eps * max(gram.diagonal().max(), 0.0)
@@ -161,7 +162,7 @@ class _Span:
             # rows, say): the principal directions, as below, from the Gram
             # matrix formed again.
             del factor
-            gram = _centred_gram(self.X, self.mean)
+            gram = centred_gram.dense()
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
         # eigenvector is needed, and there it is faster (1,500 x 1,500, one
         # BLAS thread: 0.43 s against 0.58 s).
@@ -206,27 +207,6 @@ class _Span:
         return (self.X.T @ B.T).T - np.outer(B.sum(axis=1), self.mean)
 
 
-def _centred_gram(X, mean):
-    """``Xc Xc^T`` of the centred sparse rows, dense, formed block by block.
-
-    ``(X - 1 m^T)(X - 1 m^T)^T = X X^T - (X m) 1^T - 1 (X m)^T + |m|^2``. The
-    sparse product ``X X^T`` of all rows at once can hold more than the dense
-    result (its indices); by blocks of rows only a block's is alive.
-    """
-    n = X.shape[0]
-    Xm = X @ mean
-    # As CSR: a product converts its right-hand side to CSR, once here.
-    XT = sparse.csr_array(X.T)
-    gram = np.empty((n, n))
-    step = max(1, BLOCK_ELEMENTS // max(n, 1))
-    for a in range(0, n, step):
-        b = min(n, a + step)
-        block = gram[a:b]
-        block[...] = (X[a:b] @ XT).toarray()
-        block -= Xm[a:b, None] + Xm[None, :] - mean @ mean
-    return gram
-
-
 class _SparseGram:
     """The Gram matrix ``K = C C^T`` of a sparse span's coordinates ``C``.
 
@@ -238,7 +218,7 @@ class _SparseGram:
     they are below ``max(n, d) * eps`` of the largest.)
     """
 
-    def __init__(self, rows, mean, scale):
+    def __init__(self, rows, mean, scale=1.0):
         self.rows_ = rows
         # The transpose as CSR too: its products as fast as the rows' own.
         self.rows_t = sparse.csr_array(rows.T)
@@ -281,15 +261,33 @@ class _SparseGram:
         return out
 
     def rows(self, index):
-        """``K[index]``, dense, as :func:`_centred_gram` forms its rows."""
+        """``K[index]``, dense.
+
+        ``Xc Xc^T = X X^T - (X m) 1^T - 1 (X m)^T + |m|^2``, the rows' sparse
+        product less the centring terms.
+        """
         out = (self.rows_[index] @ self.rows_t).toarray()
         out -= (
             self.row_means[index, None]
             + self.row_means[None, :]
             - self.mean @ self.mean
         )
-        out /= self.scale2
+        if self.scale2 != 1.0:
+            out /= self.scale2
         return out
+
+    def dense(self):
+        """``K`` whole, formed by blocks of rows (see :meth:`rows`).
+
+        The sparse product ``X X^T`` of all rows at once can hold more than
+        the dense result (its indices); by blocks only a block's is alive.
+        """
+        n = self.rows_.shape[0]
+        gram = np.empty((n, n))
+        step = max(1, BLOCK_ELEMENTS // max(n, 1))
+        for a in range(0, n, step):
+            gram[a : a + step] = self.rows(np.arange(a, min(n, a + step)))
+        return gram
 
 
 class _HeldGram:
