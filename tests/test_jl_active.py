@@ -478,6 +478,21 @@ def _low_rank_stage(seed, k, working_set, n=400, d=20):
     return pairs, z0.ravel()
 
 
+def _solve_stage(pairs, z0, k, *, max_iter, beta=250.0, derandomized=False, **kw):
+    """``pairs.solve_stage`` from ``z0`` with the tests' penalty, tol and rng."""
+    return pairs.solve_stage(
+        z0,
+        k,
+        beta,
+        derandomized=derandomized,
+        penalty=0.1,
+        max_iter=max_iter,
+        tol=1e-2,
+        rng=np.random.RandomState(0),
+        **kw,
+    )
+
+
 def _all_pairs_distortion(pairs, z, k):
     return _active._scale_free(*pairs.extremes(z.reshape(k, -1)))
 
@@ -505,16 +520,7 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     start = _all_pairs_distortion(pairs, z0, k)
     assert _all_pairs_distortion(pairs, bad, k) > (1 + _active.UNDO_RISE) * start
     _, _, low, high = pairs.band(bad.reshape(k, -1), 6, 0.0)
-    z, _ = pairs.solve_stage(
-        z0,
-        k,
-        250.0,
-        derandomized=False,
-        penalty=0.1,
-        max_iter=400,
-        tol=1e-2,
-        rng=np.random.RandomState(0),
-    )
+    z, _ = _solve_stage(pairs, z0, k, max_iter=400)
     # The second round started again from the start point, not the worse map.
     assert np.array_equal(calls[1], z0)
     assert _all_pairs_distortion(pairs, z, k) <= (1 + _active.UNDO_RISE) * start
@@ -546,17 +552,7 @@ def test_only_the_final_stage_runs_on_to_max_iter(
         return z, (1 if converged else max_iter), converged
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
-    _, total = pairs.solve_stage(
-        z0,
-        k,
-        250.0,
-        derandomized=False,
-        penalty=0.1,
-        max_iter=max_iter,
-        tol=1e-2,
-        rng=np.random.RandomState(0),
-        final=final,
-    )
+    _, total = _solve_stage(pairs, z0, k, max_iter=max_iter, final=final)
     if not final:
         assert len(budgets) == _active.MAX_ROUNDS
         assert total == sum(budgets) < max_iter
@@ -585,17 +581,7 @@ def test_stage_whose_solver_converges_at_once_ends_after_one_round(final, monkey
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
     n_scans = pairs.stats["n_scans"]
-    _, total = pairs.solve_stage(
-        z0,
-        k,
-        250.0,
-        derandomized=False,
-        penalty=0.1,
-        max_iter=1000,
-        tol=1e-2,
-        rng=np.random.RandomState(0),
-        final=final,
-    )
+    _, total = _solve_stage(pairs, z0, k, max_iter=1000, final=final)
     assert len(budgets) == 1
     assert total == 0
     # The stage's passes: the one before the rounds, one per round and the one
@@ -634,16 +620,7 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
         return z, 1, True
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
-    pairs.solve_stage(
-        z0,
-        k,
-        beta,
-        derandomized=False,
-        penalty=0.1,
-        max_iter=400,
-        tol=1e-2,
-        rng=np.random.RandomState(0),
-    )
+    _solve_stage(pairs, z0, k, max_iter=400, beta=beta)
     low = beta < _active.FLOAT32_MAX_SHARPNESS
     assert seen and all(single == low for single, _ in seen)
     assert all(products == (low and long_rounds) for _, products in seen)
@@ -676,16 +653,7 @@ def test_rounds_on_embedded_points_evaluate_in_float32_at_every_sharpness(
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
     z0 = rng.standard_normal(k * rank + derandomized) / np.sqrt(rank)
-    pairs.solve_stage(
-        z0,
-        k,
-        beta,
-        derandomized=derandomized,
-        penalty=0.1,
-        max_iter=100,
-        tol=1e-2,
-        rng=np.random.RandomState(0),
-    )
+    _solve_stage(pairs, z0, k, max_iter=100, beta=beta, derandomized=derandomized)
     assert seen and all(single != derandomized for single, _ in seen)
     assert not any(products for _, products in seen)
 
