@@ -1133,6 +1133,99 @@ def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):
     LearnedJLTransformer(3, random_state=0).fit(X)
 
 
+def test_the_dimension_search_is_not_refused_for_the_number_of_features(
+    monkeypatch,
+):
+    # Text-like data: few documents, a wide vocabulary. The search's
+    # candidates are at most the rank of the 300 centred rows, and each is
+    # checked before its fit: the estimate up front counted a map of
+    # n_features dimensions (4 x 50,000^2 numbers, 75 GiB) and refused the fit
+    # on any machine.
+    from skderand import _memory
+
+    X = sparse.random(300, 50_000, density=0.002, format="csr", random_state=0)
+    monkeypatch.setattr(_memory, "available_memory", lambda: 2**30)
+    jl = LearnedJLTransformer(eps=0.5, random_state=0).fit(X)
+    assert jl.n_components_ < 299
+    assert jl.distortion_ <= 0.5
+    # pdist: the pairs' difference vectors of scale_free_distortion would take
+    # 18 GB at 50,000 features.
+    r = pdist(jl.transform(X), "sqeuclidean") / pdist(X.toarray(), "sqeuclidean")
+    assert (r.max() - r.min()) / (r.max() + r.min()) == pytest.approx(
+        jl.distortion_, rel=1e-6
+    )
+
+
+def test_a_search_candidate_that_cannot_fit_in_memory_is_refused_before_its_fit(
+    monkeypatch,
+):
+    # Memory for the span and the first candidate (8 dimensions) only: with
+    # the passes' blocks patched small, a map of 9 or more dimensions on 10^6
+    # features (32 MB more each) does not fit, and 8 cannot reach eps = 0.1.
+    from skderand import _memory
+
+    rng = np.random.default_rng(0)
+    # 100 entries per row (sparse.random would draw from all 3 x 10^8 cells).
+    rows = np.repeat(np.arange(300), 100)
+    cols = rng.integers(10**6, size=rows.size)
+    X = sparse.csr_array((rng.random(rows.size), (rows, cols)), shape=(300, 10**6))
+    monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 1 << 16)
+    budget = _active.fit_bytes(X, 8)
+    assert _active.map_bytes(300, 10**6, 9) > budget
+    monkeypatch.setattr(_memory, "available_memory", lambda: budget)
+    with pytest.raises(
+        ValueError,
+        match=r"in n_components=\d+ dimensions would need about .* larger eps",
+    ):
+        LearnedJLTransformer(eps=0.1, max_iter=50, random_state=0).fit(X)
+
+
+def test_a_pivoted_cholesky_span_holds_one_gram_matrix(monkeypatch):
+    # The factor overwrites the Gram matrix and its memory holds the
+    # coordinates: the span's peak is about one n x n array (plus blocks of
+    # the Gram matrix's formation, patched small here as they are at
+    # thousands of rows), where the principal directions take up to
+    # EIGH_ARRAYS of them; both within their estimates.
+    import tracemalloc
+
+    n = 1_000
+    rng = np.random.default_rng(2)
+    X = sparse.random(n, 1_500, density=0.01, format="csr", random_state=2)
+    X.data = rng.exponential(size=X.nnz)
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 50 * n)
+    gram_bytes = n * n * 8
+    peaks = {}
+    for min_samples in (n + 1, n):
+        monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", min_samples)
+        tracemalloc.start()
+        span = _Span(X)
+        peaks[span.factor is not None] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks[True] < 1.2 * gram_bytes
+    assert 3 * gram_bytes < peaks[False] <= _pairs.eigh_span_bytes(n)
+
+
+def test_rows_of_lower_rank_are_refused_if_their_principal_directions_cannot_fit(
+    monkeypatch,
+):
+    # A duplicate row leaves the centred rows rank n - 2: the span falls back
+    # from the factor to the principal directions, which need more memory
+    # than the factor (and than the estimate up front counted); that need is
+    # checked before the Gram matrix is formed again.
+    from skderand import _memory
+
+    X = sparse.random(300, 1_000, density=0.05, format="csr", random_state=1)
+    duplicated = sparse.vstack([X, X[:1]], format="csr")
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    monkeypatch.setattr(_memory, "available_memory", lambda: 2 * 301**2 * 8)
+    with pytest.raises(ValueError, match=r"rank 299 \(below 300: duplicate rows"):
+        _Span(duplicated)
+    monkeypatch.setattr(_memory, "available_memory", lambda: 5 * 301**2 * 8)
+    assert _Span(duplicated).coords.shape == (301, 299)
+
+
 def test_whitening_scales_each_direction_by_its_inverse_deviation():
     rng = np.random.default_rng(0)
     # Principal deviations over five decades (the variances over ten), and an

@@ -27,6 +27,7 @@ from skderand.embedding._pairs import (
     _SparseGram,
     all_pairs,
     exact_sq_dists,
+    span_bytes,
 )
 from skderand.optimize import minimize_sosp, sosp_certificate
 from skderand.optimize._certificate import _lanczos_smallest, certificate_result
@@ -1043,6 +1044,39 @@ LBFGS_MEMORY = 20
 # variables).
 CERTIFY_ITER = 100
 LANCZOS_ITER = 100
+
+
+# Bytes allowed for the active pairs' operators and work arrays beside the
+# certificate's Lanczos vectors, and for the rows of the Gram matrix the polish
+# keeps (at most 2^24 numbers, see _polish.KEPT_ROWS_ELEMENTS). With it the
+# estimate of fit_bytes is above the peak measured by benchmarks/bench_jl.py on
+# the text-like sets, k = 30: 1,500 / 5,000 / 10,000 rows, 424 / 798 / 1,717
+# MiB estimated against 201 / 660 / 1,625 MiB measured above the data.
+ACTIVE_SET_BYTES = 1 << 27
+
+
+def map_bytes(n_samples, n_features, k):
+    """Peak bytes of a fit of dimension ``k`` beside its span (see ``span_bytes``).
+
+    The map, its random start and their products (``k x n_features`` each),
+    the certificate's Lanczos vectors (``LANCZOS_ITER + 1`` of the map's ``k
+    x rank`` variables, or, on spans of ``n - 1`` dimensions, of the ``n x
+    k`` embedded points with their duals, see :func:`_embedded_certificate`:
+    0.5 GB at 10,000 points and k = 30) and ``ACTIVE_SET_BYTES``. Whether the
+    span has ``n - 1`` dimensions is decided from the shape, as
+    :class:`_ActivePairs` decides it from the rank (which can only be lower).
+    """
+    rank = min(n_samples, n_features)
+    embedded = n_features >= n_samples - 1 >= EMBEDDED_MIN_RANK
+    lanczos = (LANCZOS_ITER + 1) * (2 * n_samples * k if embedded else k * rank)
+    return (4 * k * n_features + lanczos) * 8 + ACTIVE_SET_BYTES
+
+
+def fit_bytes(X, n_components):
+    """Peak bytes of a fit of ``X`` in ``n_components`` dimensions (estimated)."""
+    return span_bytes(X) + map_bytes(*X.shape, n_components)
+
+
 # The certifying solver runs only from a point whose gradient norm is at most
 # CERTIFY_REACH * tol. A final stage that ends further out has spent its rounds'
 # budget; 100 more iterations on the fixed final active set then fit those

@@ -32,8 +32,10 @@ from skderand.embedding._active import (
     _ActivePairs,
     _scale_free,
     certify_stage,
+    fit_bytes,
+    map_bytes,
 )
-from skderand.embedding._pairs import _Span, fit_bytes
+from skderand.embedding._pairs import _Span
 from skderand.embedding._polish import polish_minimax
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
@@ -415,8 +417,15 @@ class LearnedJLTransformer(
         # optimize there (far fewer variables when n_samples < n_features) and
         # keep the random start's action on the orthogonal complement, which
         # matters for new points only. Large sparse input is never densified.
+        # The dimension search checks each larger candidate before its fit
+        # (see _fit_dimension): most searches stop far below the rank.
+        first_k = (
+            min(SEARCH_START, *X.shape)
+            if self.n_components == "auto"
+            else self.n_components
+        )
         check_fits_in_memory(
-            fit_bytes(X, self.n_components),
+            fit_bytes(X, first_k),
             f"LearnedJLTransformer.fit on {X.shape[0]} x {X.shape[1]} data",
             "Subsample the points or reduce the features (for sparse input with "
             "fewer rows than columns the Gram matrix of the rows is what grows).",
@@ -505,6 +514,15 @@ class LearnedJLTransformer(
         non-final stage ends at most ``eps`` is decided there too (active-set
         fits are not watched during their stages).
         """
+        # The span is in memory by now: the check is of what this dimension
+        # adds to it (the only check of the dimension search's later
+        # candidates).
+        check_fits_in_memory(
+            map_bytes(pairs.n, self.n_features_in_, k),
+            f"LearnedJLTransformer.fit in n_components={k} dimensions",
+            "Pass a smaller n_components"
+            + (", or a larger eps." if self.n_components == "auto" else "."),
+        )
         rng = np.random.RandomState(seed)
         rank = pairs.X.shape[1]
         pairs.reset(k)

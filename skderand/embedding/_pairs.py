@@ -13,6 +13,8 @@ import numpy as np
 from scipy import linalg, sparse
 from scipy.linalg import lapack
 
+from skderand._memory import check_fits_in_memory
+
 # Pairs whose squared distance is below this fraction of the largest squared norm of
 # the centred data are coincident points: every linear map keeps them coincident,
 # so they carry no distortion (and their ratio would be 0 / 0).
@@ -53,31 +55,56 @@ MIN_BLOCKS = 16
 SPARSE_DENSIFY_ELEMENTS = 1 << 22
 
 
-def fit_bytes(X, n_components):
-    """Peak bytes a fit of ``X`` needs, estimated before anything is allocated.
+def gram_span(X):
+    """Whether :class:`_Span` takes the span of ``X`` from the rows' Gram matrix.
 
-    The span: a dense centred copy with its SVD (about three ``n x d`` arrays),
-    or, for large sparse input, the ``n x n`` Gram matrix with its
-    eigendecomposition (about three; a pivoted Cholesky factor takes the Gram
-    matrix's own memory, but falls back to the eigendecomposition for rows of
-    lower rank). Then the coordinates (``n x rank``), the stored pair
-    distances (at most ``STORE_BYTES_32``; beyond, the float32 copy of the
-    coordinates that passes recompute them from), a few scan blocks and the
-    map, its random start and their products (``k x d`` each; ``k = d`` for
-    ``"auto"``, its largest candidate).
+    Large sparse input with fewer rows than columns: densified, it would hold
+    more than ``SPARSE_DENSIFY_ELEMENTS`` numbers.
+    """
+    n, d = X.shape
+    return sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
+
+
+# Arrays of n x n float64 numbers the principal directions of n rows take from
+# their Gram matrix, at most: the matrix, LAPACK's copy of it, its workspace,
+# the eigenvectors and the coordinates (measured at 3,000 rows: a peak of 4.2
+# n^2 numbers with the Gram matrix).
+EIGH_ARRAYS = 5
+
+
+def span_bytes(X):
+    """Peak bytes of the span of ``X`` and of the blocked passes (estimated).
+
+    The span: a dense centred copy with its SVD (about three ``n x d``
+    arrays) and the coordinates (``n x rank``); or, for large sparse input
+    (see :func:`gram_span`), the principal directions of the rows' Gram
+    matrix (``EIGH_ARRAYS`` arrays of ``n x n``, the coordinates among them)
+    or, from ``CHOLESKY_MIN_SAMPLES`` rows on, one ``n x n`` array: the
+    pivoted Cholesky factor overwrites the Gram matrix and its memory holds
+    the coordinates (rows of lower rank fall back to the principal
+    directions, which :class:`_Span` checks then, see
+    :func:`eigh_span_bytes`). Then the stored pair distances (at most
+    ``STORE_BYTES_32``; beyond, the float32 copy of the coordinates that
+    passes recompute them from) and a few scan blocks.
     """
     n, d = X.shape
     rank = min(n, d)
-    if sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d:
-        span = 3 * n * n * 8
+    if not gram_span(X):
+        span = 3 * n * d * 8 + n * rank * 8
+    elif n >= CHOLESKY_MIN_SAMPLES:
+        span = n * n * 8
     else:
-        span = 3 * n * d * 8
+        span = eigh_span_bytes(n)
     # As _PairScanner decides: float64 distances, float32 ones, or none.
     elements = stored_elements(n)
     stored = 8 * elements if 8 * elements <= STORE_BYTES_64 else 4 * elements
     stored = stored if stored <= STORE_BYTES_32 else n * (rank + 2) * 4
-    k = d if n_components == "auto" else n_components
-    return span + n * rank * 8 + stored + 4 * BLOCK_ELEMENTS * 8 + 4 * k * d * 8
+    return span + stored + 4 * BLOCK_ELEMENTS * 8
+
+
+def eigh_span_bytes(n):
+    """Peak bytes of the principal coordinates of ``n`` rows from their Gram matrix."""
+    return EIGH_ARRAYS * n * n * 8
 
 
 # Large sparse input of at least this many rows takes the span's coordinates
@@ -123,7 +150,7 @@ class _Span:
 
     def __init__(self, X):
         n, d = X.shape
-        self.sparse = sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
+        self.sparse = gram_span(X)
         self.factor = self.gram = self.order = None
         if not self.sparse:
             Xd = X.toarray() if sparse.issparse(X) else X
@@ -153,15 +180,23 @@ class _Span:
             # The factor overwrites the Gram matrix (see _PivotedCholesky).
             factor = _PivotedCholesky(gram, tol)
             del gram
-            if factor.rank == n - 1:
+            factor_rank = factor.rank
+            if factor_rank == n - 1:
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
                 self.gram = _SparseGram(self.X[self.order], self.mean, factor.scale)
                 return
             # Fewer dimensions than the centred rows can span (duplicate
             # rows, say): the principal directions, as below, from the Gram
-            # matrix formed again.
+            # matrix formed again. They need more memory than the factor,
+            # which fit's up-front estimate counted.
             del factor
+            check_fits_in_memory(
+                eigh_span_bytes(n),
+                f"The principal directions of {n} sparse rows of rank "
+                f"{factor_rank} (below {n - 1}: duplicate rows, say)",
+                "Remove duplicate rows, or subsample the points.",
+            )
             gram = centred_gram.dense()
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
         # eigenvector is needed, and there it is faster (1,500 x 1,500, one
@@ -363,7 +398,8 @@ class _PivotedCholesky:
                 flat[i * rank : i * rank + m] = flat[i * n : i * n + m]
             flat[i * rank + m : (i + 1) * rank] = 0.0
         self.coords = flat[: n * rank].reshape(n, rank)
-        self.scale = np.abs(self.coords).max() if rank > 0 else 1.0
+        # max |c| without np.abs's n x rank temporary (as large as the factor).
+        self.scale = max(self.coords.max(), -self.coords.min()) if rank > 0 else 1.0
         self.coords /= self.scale
         self.F = self.coords[:rank]
         self.tail = self.coords[rank:]
