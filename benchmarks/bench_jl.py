@@ -19,7 +19,8 @@ Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
 for the large rows only, ``--only digits`` for some data sets of the main table,
 ``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``, and
 ``--sparse-large [NxD ...]`` for text-like sets of 5,000 x 20,000 or the sizes
-given, 100 non-zeros per row), so that each timed run stays short.
+given, 100 non-zeros per row; ``--sparse-auto`` for ``n_components="auto"``
+on text-like 1,500 x 40,000 rows), so that each timed run stays short.
 """
 
 import argparse
@@ -38,6 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.random_projection import (
     GaussianRandomProjection,
     SparseRandomProjection,
+    johnson_lindenstrauss_min_dim,
 )
 
 from skderand import LearnedJLTransformer
@@ -295,6 +297,46 @@ def sparse_text(n=1500, d=4000, density=0.01, k=30, n_seeds=N_SEEDS, pca=True):
     )
 
 
+def sparse_text_auto(n=1_500, d=40_000, eps=0.5, n_seeds=5):
+    """``n_components="auto"`` on text-like rows of a wide vocabulary.
+
+    The search's dimension and exact distortion, its time and peak memory (in
+    a fresh process), against the smallest dimension whose Gaussian
+    projections reach ``eps`` (median of ``n_seeds``, by bisection) and the
+    Johnson-Lindenstrauss bound of scikit-learn.
+    """
+    density = 100 / d
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        t, peak_fit, peak_total, jl = pool.apply(
+            _fit_in_fresh_process, (("text_like", (n, d, density)), "auto", eps)
+        )
+    X = text_like(n=n, d=d, density=density)
+    learned = blocked_distortions(X, [jl.transform(X)])[0]
+
+    def grp_median(k):
+        embeddings = [
+            GaussianRandomProjection(k, random_state=s).fit_transform(X)
+            for s in range(n_seeds)
+        ]
+        return np.median(blocked_distortions(X, embeddings))
+
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if grp_median(mid) <= eps:
+            hi = mid
+        else:
+            lo = mid
+    print(
+        f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32), "
+        f"n_components='auto', eps={eps}: learned k = {jl.n_components_} "
+        f"({learned:.3f}) in {t:.1f} s, peak memory of the fit {peak_fit:.0f} "
+        f"MiB above the data (process {peak_total:.0f} MiB); GRP (median of "
+        f"{n_seeds}) k = {hi}; johnson_lindenstrauss_min_dim "
+        f"{johnson_lindenstrauss_min_dim(n, eps=eps)}"
+    )
+
+
 def clustered_low_rank(n, d, seed=0, n_clusters=20, rank=10, noise=0.3):
     """Points in 20 clusters on a 10-dimensional subspace, plus isotropic noise."""
     rng = np.random.default_rng(seed)
@@ -345,20 +387,21 @@ def blocked_distortions(X, Ys, block=1024):
     return (r_max - r_min) / (r_max + r_min)
 
 
-def _fit_in_fresh_process(make_data, k):
+def _fit_in_fresh_process(make_data, k, eps=0.1):
     """Fit in this (spawned) process: time, peak RSS above the data and in
     all, and the fitted transformer (its map, time split and certificate).
 
     ``make_data`` is ``(function name, arguments)`` (a spawned process
     re-imports this module). The peak restarts after the data are made
     (see ``reset_peak_resident``), so that their temporaries do not count.
+    ``eps`` is the dimension search's target when ``k`` is ``"auto"``.
     """
     name, args = make_data
     X = globals()[name](*args)
     base = reset_peak_resident()
     if base is None:
         base = peak_resident_mib()
-    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
+    jl, t = timed_fit(LearnedJLTransformer(k, eps=eps, random_state=0), X)
     peak = peak_resident_mib()
     return t, peak - base, peak, jl
 
@@ -416,6 +459,11 @@ if __name__ == "__main__":
         "(default 5000x20000; also 10000x40000)",
     )
     parser.add_argument(
+        "--sparse-auto",
+        action="store_true",
+        help="n_components='auto' (eps=0.5) on text-like 1500x40000 rows only",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         metavar="NAME",
@@ -435,6 +483,10 @@ if __name__ == "__main__":
         for size in args.sparse_large or ["5000x20000"]:
             n, d = (int(v) for v in size.split("x"))
             sparse_text(n=n, d=d, density=100 / d, n_seeds=5, pca=False)
+        print(f"# at the end: {machine_conditions()}")
+    elif args.sparse_auto:
+        print(f"# {machine_conditions()}")
+        sparse_text_auto()
         print(f"# at the end: {machine_conditions()}")
     elif args.sparse:
         print(f"# {machine_conditions()}")
