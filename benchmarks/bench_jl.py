@@ -222,6 +222,21 @@ def breast_cancer(k=8):
     )
 
 
+def smallest_dimension(score, target, k_max):
+    """Smallest ``k`` in ``1..k_max`` with ``score(k) <= target``, by bisection.
+
+    ``score`` is taken to fall with ``k`` and ``k_max`` to reach the target.
+    """
+    lo, hi = 0, k_max
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if score(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def smallest_k_gaussian(target=0.2):
     X = datasets()["gaussian 300x1000"]
     print(f"\nGaussian 300x1000: smallest k reaching eps* <= {target}")
@@ -232,26 +247,18 @@ def smallest_k_gaussian(target=0.2):
         f"(eps* {jl.distortion_:.5f}, search took {time.perf_counter() - start:.1f} s)"
     )
 
-    def smallest(score, k_max=X.shape[1]):
-        lo, hi = 0, k_max
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if score(mid) <= target:
-                hi = mid
-            else:
-                lo = mid
-        return hi
-
     def grp_median(k):
         return np.median(random_projection_stats(GaussianRandomProjection, X, k)[0])
 
     def srp_median(k):
         return np.median(random_projection_stats(SparseRandomProjection, X, k)[0])
 
-    print(f"  GaussianRandomProjection (median of 20): k = {smallest(grp_median)}")
-    print(f"  SparseRandomProjection (median of 20): k = {smallest(srp_median)}")
-    pca_k = smallest(
-        lambda k: distortion(X, exact_pca(k).fit_transform(X)), k_max=min(X.shape)
+    grp_k = smallest_dimension(grp_median, target, X.shape[1])
+    srp_k = smallest_dimension(srp_median, target, X.shape[1])
+    print(f"  GaussianRandomProjection (median of 20): k = {grp_k}")
+    print(f"  SparseRandomProjection (median of 20): k = {srp_k}")
+    pca_k = smallest_dimension(
+        lambda k: distortion(X, exact_pca(k).fit_transform(X)), target, min(X.shape)
     )
     print(f"  PCA: k = {pca_k}")
 
@@ -320,19 +327,13 @@ def sparse_text_auto(n=1_500, d=40_000, eps=0.5, n_seeds=5):
         ]
         return np.median(blocked_distortions(X, embeddings))
 
-    lo, hi = 0, n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if grp_median(mid) <= eps:
-            hi = mid
-        else:
-            lo = mid
+    grp_k = smallest_dimension(grp_median, eps, n)
     print(
         f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32), "
         f"n_components='auto', eps={eps}: learned k = {jl.n_components_} "
         f"({learned:.3f}) in {t:.1f} s, peak memory of the fit {peak_fit:.0f} "
         f"MiB above the data (process {peak_total:.0f} MiB); GRP (median of "
-        f"{n_seeds}) k = {hi}; johnson_lindenstrauss_min_dim "
+        f"{n_seeds}) k = {grp_k}; johnson_lindenstrauss_min_dim "
         f"{johnson_lindenstrauss_min_dim(n, eps=eps)}"
     )
 
