@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from scipy import sparse
+from scipy import linalg, sparse
 from scipy.spatial.distance import pdist
 from sklearn.decomposition import PCA
 from sklearn.random_projection import GaussianRandomProjection
@@ -43,7 +43,7 @@ from skderand.embedding._pairs import (
 )
 from skderand.embedding._polish import prox_linear_steps
 from skderand.optimize import sosp_certificate
-from skderand.optimize._certificate import _orthogonalized
+from skderand.optimize._certificate import _lanczos_smallest, _orthogonalized
 
 
 def _coords(n, d, seed=0):
@@ -465,6 +465,75 @@ def test_lanczos_second_pass_runs_where_the_first_cancels():
     rest = 1e-2 * (r - basis.T @ (duals @ r))
     np.testing.assert_allclose(w, rest, rtol=1e-9, atol=1e-9 * abs(rest).max())
     assert beta == pytest.approx(np.sqrt(rest @ (rest * g)), rel=1e-9)
+
+
+@pytest.mark.parametrize("inner", ["euclidean", "G"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lanczos_basis_in_float32_finds_the_smallest_eigenvalue(seed, inner):
+    # A symmetric operator with a known spectrum (a gap below the rest, and
+    # eigenvalues spread over three decades above): Lanczos with its basis
+    # stored and multiplied in float32 converges to the smallest eigenvalue
+    # as the float64 basis does, within float32's round-off of the
+    # operator's norm, and its Ritz vector has that Rayleigh quotient. With
+    # a positive definite G (the embedded certificate's K^+), T = G^-1 S is
+    # self-adjoint in the G inner product and has S's generalized spectrum.
+    rng = np.random.default_rng(seed)
+    n = 400
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    lam = np.concatenate([[-0.5], np.geomspace(0.01, 10.0, n - 1)])
+    S = (Q * lam) @ Q.T
+    if inner == "euclidean":
+        G = np.eye(n)
+    else:
+        B = rng.standard_normal((n, n)) / np.sqrt(n)
+        G = B @ B.T + 0.5 * np.eye(n)
+    # Lanczos on T = G^-1 S (matvec returns the dual G T q = S q).
+    exact = linalg.eigh(S, G, eigvals_only=True)[0]
+    q0 = rng.standard_normal(n)
+    results = {}
+    for dtype in (np.float64, np.float32):
+        kwargs = {"max_iter": 150, "rtol": 1e-10}
+        if inner == "G":
+            kwargs.update(start=(q0, G @ q0), primal=lambda p: np.linalg.solve(G, p))
+        results[dtype] = _lanczos_smallest(
+            lambda q: S @ q, n, np.random.RandomState(0), dtype=dtype, **kwargs
+        )
+    scale = abs(lam).max()
+    eig64, eig32 = results[np.float64][0], results[np.float32][0]
+    assert eig64 == pytest.approx(exact, abs=1e-10 * scale)
+    assert eig32 == pytest.approx(exact, abs=1e-6 * scale)
+    v = results[np.float32][1]
+    assert v @ (G @ v) == pytest.approx(1.0, rel=1e-6)
+    assert v @ (S @ v) == pytest.approx(eig32, abs=1e-6 * scale)
+
+
+def test_lanczos_basis_in_float32_is_never_copied_to_float64():
+    # The float32 basis is the memory the certificate on embedded points
+    # saves: its products (the reorthogonalization, the Ritz vector) must not
+    # copy it to float64, which would take twice what it saves. 40 steps on
+    # vectors of 200,000: the basis and duals 2 x 41 x 200,000 float32
+    # numbers (66 MB); a float64 copy of either would add 66 MB.
+    n, m = 200_000, 40
+    diagonal = np.linspace(-1.0, 1.0, n)
+    weights = np.linspace(1.0, 2.0, n)
+    q0 = np.random.default_rng(0).standard_normal(n)
+    tracemalloc.start()
+    try:
+        _lanczos_smallest(
+            lambda q: weights * diagonal * q,
+            n,
+            np.random.RandomState(0),
+            max_iter=m,
+            rtol=1e-12,
+            start=(q0, weights * q0),
+            primal=lambda p: p / weights,
+            dtype=np.float32,
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    basis_bytes = 2 * (m + 1) * n * 4
+    assert basis_bytes < peak < 1.25 * basis_bytes
 
 
 def _low_rank_stage(seed, k, working_set, n=400, d=20):

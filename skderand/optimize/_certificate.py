@@ -98,7 +98,9 @@ class _Objective:
         return out
 
 
-def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol, start=None, primal=None):
+def _lanczos_smallest(
+    matvec, n, rng, *, max_iter, rtol, start=None, primal=None, dtype=np.float64
+):
     """Smallest eigenpair of a symmetric operator: Lanczos, full reorthogonalization.
 
     Returns ``(eigenvalue, eigenvector, n_iter, residual)``. The Ritz value is an
@@ -114,14 +116,22 @@ def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol, start=None, primal=None
     kept with its dual, so the inner products are Euclidean products of the
     two, and the reorthogonalization is that of :func:`_orthogonalized`. The
     eigenvector is returned with unit ``G``-norm.
+
+    ``dtype`` is the precision the basis (and the duals) are stored and
+    multiplied in; the new vector, the coefficients and the tridiagonal
+    matrix stay float64. float32 halves the basis, the memory peak of a
+    certificate on long vectors (see
+    ``skderand.embedding._active._embedded_certificate``); its products keep
+    the basis orthonormal to about float32's round-off, which bounds how far
+    the Ritz values move.
     """
     m_max = min(n, max_iter)
     if start is None:
         q = rng.standard_normal(n)
         start = (q, q)
     size = start[0].size
-    basis = np.empty((m_max + 1, size))
-    duals = basis if primal is None else np.empty((m_max + 1, size))
+    basis = np.empty((m_max + 1, size), dtype=dtype)
+    duals = basis if primal is None else np.empty((m_max + 1, size), dtype=dtype)
     alphas = np.empty(m_max)
     betas = np.empty(m_max)
     if primal is None:
@@ -140,7 +150,7 @@ def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol, start=None, primal=None
             # Two passes of classical Gram-Schmidt keep the basis orthogonal to
             # machine precision even when eigenvalues cluster.
             for _ in range(2):
-                w -= duals[: j + 1].T @ (basis[: j + 1] @ w)
+                w -= duals[: j + 1].T @ _coefficients(basis[: j + 1], w)
             betas[j] = np.linalg.norm(w)
         else:
             w, dual, betas[j] = _orthogonalized(
@@ -161,12 +171,26 @@ def _lanczos_smallest(matvec, n, rng, *, max_iter, rtol, start=None, primal=None
         basis[j + 1] = w / betas[j]
         if primal is not None:
             duals[j + 1] = dual / betas[j]
-    vector = ritz @ basis[:m]
+    vector = _combination(ritz, basis[:m])
     if primal is None:
         vector /= np.linalg.norm(vector)
     else:
-        vector /= np.sqrt(max(vector @ (ritz @ duals[:m]), 1e-300))
+        vector /= np.sqrt(max(vector @ _combination(ritz, duals[:m]), 1e-300))
     return float(theta), vector, m, float(residual)
+
+
+def _coefficients(basis, v):
+    """``basis @ v`` in the basis' precision.
+
+    A float64 ``v`` times a float32 basis would make numpy copy the whole
+    basis to float64 first: the memory a float32 basis is there to save.
+    """
+    return basis @ v.astype(basis.dtype, copy=False)
+
+
+def _combination(coefficients, basis):
+    """``coefficients @ basis`` in the basis' precision, returned in float64."""
+    return (coefficients.astype(basis.dtype) @ basis).astype(np.float64, copy=False)
 
 
 def _orthogonalized(dual, j, alphas, betas, basis, duals, primal):
@@ -186,7 +210,7 @@ def _orthogonalized(dual, j, alphas, betas, basis, duals, primal):
     if j:
         dual -= betas[j - 1] * duals[j - 1]
     for _ in range(2):
-        c = basis[: j + 1] @ dual
+        c = _coefficients(basis[: j + 1], dual)
         dual -= duals[: j + 1].T @ c
         w = primal(dual)
         beta2 = max(w @ dual, 0.0)
