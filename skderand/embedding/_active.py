@@ -1050,8 +1050,8 @@ LANCZOS_ITER = 100
 # certificate's Lanczos vectors, and for the rows of the Gram matrix the polish
 # keeps (at most 2^24 numbers, see _polish.KEPT_ROWS_ELEMENTS). With it the
 # estimate of fit_bytes is above the peak measured by benchmarks/bench_jl.py on
-# the text-like sets, k = 30: 1,500 / 5,000 / 10,000 rows, 424 / 798 / 1,717
-# MiB estimated against 201 / 660 / 1,625 MiB measured above the data.
+# the text-like sets, k = 30: 1,500 / 5,000 / 10,000 rows, 389 / 682 / 1,485
+# MiB estimated against 164 / 548 / 1,420 MiB measured above the data.
 ACTIVE_SET_BYTES = 1 << 27
 
 
