@@ -94,7 +94,16 @@ FLOAT32_MAX_SHARPNESS = 100.0
 COMPLETE_PER_VARIABLE = 20
 # With every pair active and at most this many points, the surrogate goes through
 # the Gram matrix of the embedded points (BLAS products) instead of a pair list.
-GRAM_MAX_SAMPLES = 700
+# One evaluation, alone, one BLAS thread, Gaussian n x 2n, sharpness 250: pair
+# list against Gram form 29 / 6.9 ms at n = 800, k = 25; 90 / 19 ms at 1,200,
+# k = 40; 186 / 41 ms at 1,600, k = 50; 364 / 74 ms at 2,000, k = 60. Gaussian
+# 1,200 x 2,000, k = 40 (every pair active), seed 0: 0.2693 in 74 s (104 ms per
+# iteration, certificate 14 s) -> 0.2696 in 24.5 s (24 ms, 3.4 s), certified.
+# Its memory, GRAM_ARRAYS n x n arrays (152 / 422 MiB at 1,200 / 2,000
+# points, tracemalloc over evaluations and Hessian products), is below the
+# pair list's (n^2 / 2 pairs times k numbers per product).
+GRAM_MAX_SAMPLES = 2000
+GRAM_ARRAYS = 14
 # With every pair active, at least this many of them and the direct map, the
 # stages evaluate the surrogate by _GramObjective._direct and run the shared
 # solver's plain L-BFGS (skderand/optimize/_lbfgs.py) instead of scipy's
@@ -1062,18 +1071,24 @@ def map_bytes(n_samples, n_features, k):
     the certificate's Lanczos vectors (``LANCZOS_ITER + 1`` of the map's ``k
     x rank`` variables, or, on spans of ``n - 1`` dimensions, of the ``n x
     k`` embedded points with their duals in float32, see
-    :func:`_embedded_certificate`: 0.24 GB at 10,000 points and k = 30) and
-    ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
+    :func:`_embedded_certificate`: 0.24 GB at 10,000 points and k = 30), the
+    Gram form's ``GRAM_ARRAYS`` arrays of ``n x n`` when every pair is active
+    and ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
     decided from the shape, as :class:`_ActivePairs` decides it from the rank
     (which can only be lower).
     """
     rank = min(n_samples, n_features)
     embedded = n_features >= n_samples - 1 >= EMBEDDED_MIN_RANK
+    # Every pair active (see _ActivePairs.reset) in the Gram form: its arrays.
+    n_pairs = n_samples * (n_samples - 1) // 2
+    gram = 0
+    if n_samples <= GRAM_MAX_SAMPLES and n_pairs <= COMPLETE_PER_VARIABLE * k * rank:
+        gram = GRAM_ARRAYS * n_samples * n_samples * 8
     if embedded:
         lanczos = (LANCZOS_ITER + 1) * 2 * n_samples * k * 4
     else:
         lanczos = (LANCZOS_ITER + 1) * k * rank * 8
-    return 4 * k * n_features * 8 + lanczos + ACTIVE_SET_BYTES
+    return 4 * k * n_features * 8 + lanczos + gram + ACTIVE_SET_BYTES
 
 
 def fit_bytes(X, n_components):
