@@ -396,13 +396,17 @@ def test_every_pair_active_up_to_2000_points_takes_the_gram_form(monkeypatch):
     np.testing.assert_allclose(g_gram, g_pair, rtol=0, atol=1e-8 * abs(g_pair).max())
     monkeypatch.undo()
     n_sq = 1000 * 1000 * 8
-    complete = _active.map_bytes(1000, 1200, 30)
+    complete = _active.map_bytes(1000, 1200, 30, 4000)
     # k = 5: 499,500 pairs exceed 20 per variable (99,900): an active set.
-    active = _active.map_bytes(1000, 1200, 5)
+    active = _active.map_bytes(1000, 1200, 5, 4000)
     # The Gram arrays, plus what 25 more dimensions add to the map and the
     # Lanczos vectors (about 22 MB).
     extra = complete - active - _active.GRAM_ARRAYS * n_sq
     assert 0 < extra < 25e6
+    # A working set of all 499,500 pairs makes k = 5 a fit of every pair too.
+    assert _active.map_bytes(1000, 1200, 5, 499_500) == active + (
+        _active.GRAM_ARRAYS * n_sq
+    )
 
 
 @pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
@@ -1201,8 +1205,8 @@ def test_a_search_candidate_that_cannot_fit_in_memory_is_refused_before_its_fit(
     cols = rng.integers(10**6, size=rows.size)
     X = sparse.csr_array((rng.random(rows.size), (rows, cols)), shape=(300, 10**6))
     monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 1 << 16)
-    budget = _active.fit_bytes(X, 8)
-    assert _active.map_bytes(300, 10**6, 9) > budget
+    budget = _active.fit_bytes(X, 8, 4000)
+    assert _active.map_bytes(300, 10**6, 9, 4000) > budget
     monkeypatch.setattr(_memory, "available_memory", lambda: budget)
     with pytest.raises(
         ValueError,

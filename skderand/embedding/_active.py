@@ -206,10 +206,7 @@ class _ActivePairs:
         small against the number of variables is fitted exactly by the solver
         while the pairs outside it drift past the extremes.
         """
-        rank = self.X.shape[1]
-        self.complete = self.n_pairs <= max(
-            self.working_set, COMPLETE_PER_VARIABLE * k * rank
-        )
+        self.complete = every_pair_active(self.n, self.X.shape[1], k, self.working_set)
         self.sample = None
         self.candidates = None
         if self.complete:
@@ -1064,7 +1061,18 @@ LANCZOS_ITER = 100
 ACTIVE_SET_BYTES = 1 << 27
 
 
-def map_bytes(n_samples, n_features, k):
+def every_pair_active(n_samples, rank, k, working_set):
+    """Whether a fit of dimension ``k`` puts every pair in its objective.
+
+    At most ``working_set`` pairs, or fewer than ``COMPLETE_PER_VARIABLE``
+    per variable of a map on a span of ``rank`` dimensions (see
+    :meth:`_ActivePairs.reset`).
+    """
+    n_pairs = n_samples * (n_samples - 1) // 2
+    return n_pairs <= max(working_set, COMPLETE_PER_VARIABLE * k * rank)
+
+
+def map_bytes(n_samples, n_features, k, working_set):
     """Peak bytes of a fit of dimension ``k`` beside its span (see ``span_bytes``).
 
     The map, its random start and their products (``k x n_features`` each),
@@ -1073,16 +1081,19 @@ def map_bytes(n_samples, n_features, k):
     k`` embedded points with their duals in float32, see
     :func:`_embedded_certificate`: 0.24 GB at 10,000 points and k = 30), the
     Gram form's ``GRAM_ARRAYS`` arrays of ``n x n`` when every pair is active
-    and ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
+    (see :func:`every_pair_active`, with the fit's ``working_set``) and
+    ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
     decided from the shape, as :class:`_ActivePairs` decides it from the rank
     (which can only be lower).
     """
     rank = min(n_samples, n_features)
     embedded = n_features >= n_samples - 1 >= EMBEDDED_MIN_RANK
-    # Every pair active (see _ActivePairs.reset) in the Gram form: its arrays.
-    n_pairs = n_samples * (n_samples - 1) // 2
+    # Every pair active in the Gram form (see objective): its arrays. The rank
+    # is at most min(n, d), so the shape's answer errs towards counting them.
     gram = 0
-    if n_samples <= GRAM_MAX_SAMPLES and n_pairs <= COMPLETE_PER_VARIABLE * k * rank:
+    if n_samples <= GRAM_MAX_SAMPLES and every_pair_active(
+        n_samples, rank, k, working_set
+    ):
         gram = GRAM_ARRAYS * n_samples * n_samples * 8
     if embedded:
         lanczos = (LANCZOS_ITER + 1) * 2 * n_samples * k * 4
@@ -1091,9 +1102,9 @@ def map_bytes(n_samples, n_features, k):
     return 4 * k * n_features * 8 + lanczos + gram + ACTIVE_SET_BYTES
 
 
-def fit_bytes(X, n_components):
+def fit_bytes(X, n_components, working_set):
     """Peak bytes of a fit of ``X`` in ``n_components`` dimensions (estimated)."""
-    return span_bytes(X) + map_bytes(*X.shape, n_components)
+    return span_bytes(X) + map_bytes(*X.shape, n_components, working_set)
 
 
 # The certifying solver runs only from a point whose gradient norm is at most

@@ -424,8 +424,13 @@ class LearnedJLTransformer(
             if self.n_components == "auto"
             else self.n_components
         )
+        working_set = (
+            max(WORKING_SET, X.shape[0])
+            if self.working_set == "auto"
+            else self.working_set
+        )
         check_fits_in_memory(
-            fit_bytes(X, first_k),
+            fit_bytes(X, first_k, working_set),
             f"LearnedJLTransformer.fit on {X.shape[0]} x {X.shape[1]} data",
             "Subsample the points or reduce the features (for sparse input with "
             "fewer rows than columns the Gram matrix of the rows is what grows).",
@@ -437,11 +442,6 @@ class LearnedJLTransformer(
 
         # Small products in a long loop: BLAS threads cost more than they save.
         with one_blas_thread():
-            working_set = (
-                max(WORKING_SET, X.shape[0])
-                if self.working_set == "auto"
-                else self.working_set
-            )
             pairs = _ActivePairs(
                 span.coords,
                 working_set,
@@ -518,7 +518,7 @@ class LearnedJLTransformer(
         # adds to it (the only check of the dimension search's later
         # candidates).
         check_fits_in_memory(
-            map_bytes(pairs.n, self.n_features_in_, k),
+            map_bytes(pairs.n, self.n_features_in_, k, pairs.working_set),
             f"LearnedJLTransformer.fit in n_components={k} dimensions",
             "Pass a smaller n_components"
             + (", or a larger eps." if self.n_components == "auto" else "."),
