@@ -1114,6 +1114,9 @@ def test_large_sparse_span_from_a_pivoted_cholesky_factor(monkeypatch):
     X.data = rng.exponential(size=X.nnz)
     monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
     principal = _Span(X)
+    # (A fit of 5 dimensions solves on the embedded points only and would
+    # take the factor at any size: kept on the principal directions here.)
+    monkeypatch.setattr(_learned_jl, "solves_on_embedded_points", lambda *a: False)
     fit_principal = LearnedJLTransformer(5, random_state=0).fit(X)
     monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
     span = _Span(X)
@@ -1155,6 +1158,51 @@ def test_large_sparse_span_from_a_pivoted_cholesky_factor(monkeypatch):
         / pdist(duplicated.toarray(), "sqeuclidean")[distinct]
     )
     assert ratios.max() / ratios.min() - 1 < 1e-11
+
+
+def test_fits_solving_on_embedded_points_take_the_span_from_a_cholesky_factor(
+    monkeypatch,
+):
+    # Below CHOLESKY_MIN_SAMPLES rows the span keeps the principal directions
+    # for the fits that solve in whitened map coordinates: every pair active
+    # (k = 8 on 300 points: 44,850 pairs, fewer than 20 per variable), the
+    # derandomized surrogate, and a search of the dimension (which may reach
+    # such a k). A direct fit of 5 dimensions solves on the embedded points
+    # only and takes the factor; its map is as good, and its distortion_ is
+    # its map's.
+    assert _active.solves_on_embedded_points(300, 1_000, 5, 4_000)
+    assert not _active.solves_on_embedded_points(300, 1_000, 8, 4_000)
+    assert not _active.solves_on_embedded_points(300, 1_000, 5, 50_000)
+    assert not _active.solves_on_embedded_points(300, 200, 5, 4_000)  # rank < n - 1
+    assert not _active.solves_on_embedded_points(200, 1_000, 5, 4_000)  # rank < 256
+    rng = np.random.default_rng(1)
+    X = sparse.random(300, 1_000, density=0.05, format="csr", random_state=1)
+    X.data = rng.exponential(size=X.nnz)
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    spans = []
+
+    class RecordedSpan(_Span):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            spans.append(self)
+
+    monkeypatch.setattr(_learned_jl, "_Span", RecordedSpan)
+    factored = LearnedJLTransformer(5, random_state=0).fit(X)
+    assert spans[-1].factor is not None and spans[-1].coords.shape == (300, 299)
+    for params in (
+        {"n_components": 8, "max_iter": 20},
+        {"n_components": 5, "algorithm": "derandomized", "max_iter": 20},
+        {"n_components": "auto", "eps": 0.9, "max_iter": 20},
+    ):
+        LearnedJLTransformer(random_state=0, **params).fit(X)
+        assert spans[-1].factor is None, params
+    monkeypatch.setattr(_learned_jl, "solves_on_embedded_points", lambda *a: False)
+    principal = LearnedJLTransformer(5, random_state=0).fit(X)
+    assert spans[-1].factor is None
+    assert factored.distortion_ == pytest.approx(principal.distortion_, rel=1e-2)
+    assert factored.distortion_ == pytest.approx(
+        scale_free_distortion(X.toarray(), factored.transform(X)), rel=1e-9
+    )
 
 
 def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):

@@ -1072,6 +1072,30 @@ def every_pair_active(n_samples, rank, k, working_set):
     return n_pairs <= max(working_set, COMPLETE_PER_VARIABLE * k * rank)
 
 
+def embedded_shape(n_samples, n_features):
+    """Whether data of this shape can have a span of ``n - 1`` dimensions, at
+    least ``EMBEDDED_MIN_RANK``: the shape's answer to whether the active-set
+    rounds run on the embedded points (:class:`_ActivePairs` decides from the
+    rank, which can only be lower)."""
+    return n_features >= n_samples - 1 >= EMBEDDED_MIN_RANK
+
+
+def solves_on_embedded_points(n_samples, n_features, k, working_set):
+    """Whether every solve of a direct fit of dimension ``k`` runs on the
+    embedded points (see :meth:`_ActivePairs._embedded_lbfgs`).
+
+    So on data whose span has ``n - 1`` dimensions (see :func:`embedded_shape`)
+    when not every pair is active (see :func:`every_pair_active`, at the
+    largest rank: with fewer variables it is less so). Those solves, the
+    certificate and the polish never see the span's basis: any orthonormal
+    one serves, and the principal directions, which the whitened solves of the
+    map need (see :func:`_whitening_scale`), are not needed (see ``_Span``).
+    """
+    return embedded_shape(n_samples, n_features) and not every_pair_active(
+        n_samples, n_samples - 1, k, working_set
+    )
+
+
 def map_bytes(n_samples, n_features, k, working_set):
     """Peak bytes of a fit of dimension ``k`` beside its span (see ``span_bytes``).
 
@@ -1087,7 +1111,7 @@ def map_bytes(n_samples, n_features, k, working_set):
     (which can only be lower).
     """
     rank = min(n_samples, n_features)
-    embedded = n_features >= n_samples - 1 >= EMBEDDED_MIN_RANK
+    embedded = embedded_shape(n_samples, n_features)
     # Every pair active in the Gram form (see objective): its arrays. The rank
     # is at most min(n, d), so the shape's answer errs towards counting them.
     gram = 0

@@ -34,6 +34,7 @@ from skderand.embedding._active import (
     certify_stage,
     fit_bytes,
     map_bytes,
+    solves_on_embedded_points,
 )
 from skderand.embedding._pairs import _Span
 from skderand.embedding._polish import polish_minimax
@@ -435,7 +436,19 @@ class LearnedJLTransformer(
             "Subsample the points or reduce the features (for sparse input with "
             "fewer rows than columns the Gram matrix of the rows is what grows).",
         )
-        span = _Span(X)
+        # A fit whose solves all run on the embedded points never sees the
+        # span's basis: it takes one from a Cholesky factor, cheaper than the
+        # principal directions (see _Span). A search may reach dimensions
+        # where every pair is active, which solve in whitened principal
+        # coordinates.
+        span = _Span(
+            X,
+            principal=not (
+                self.n_components != "auto"
+                and self.algorithm == "direct"
+                and solves_on_embedded_points(*X.shape, self.n_components, working_set)
+            ),
+        )
         curvature_tol = (
             np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
         )

@@ -113,7 +113,12 @@ def eigh_span_bytes(n):
 # non-zeros), one BLAS thread, 1.4 s against 22-23 s for ``eigh`` (syevd or
 # syevr), and both grow as n^3. Below it the eigendecomposition costs under a
 # second and keeps the principal directions, which the whitened solves of the
-# map need (see _whitening_scale in _active.py).
+# map need (see _whitening_scale in _active.py). Fits that never solve in the
+# map's coordinates take the factor below it too (see _Span's ``principal``):
+# the sparse text-like set of 1,500 x 4,000, k = 30, seeds 0 / 1 / 2, alone,
+# one BLAS thread: 0.36721 / 0.36862 / 0.36793 in 7.81 / 7.95 / 8.26 s ->
+# 0.36806 / 0.36674 / 0.36662 in 7.00 / 7.28 / 7.38 s (eigh 0.5 s, and the
+# rounds' maps from a triangular solve: map_of_points 0.38 -> 0.18 s).
 CHOLESKY_MIN_SAMPLES = 2000
 
 
@@ -133,7 +138,10 @@ class _Span:
     nnz)``, not ``O(n * d)``. Directions with ``lam`` below ``max(n, d) * eps``
     of the largest (singular values below about ``1e-7`` of the largest) carry
     squared distances below round-off and are dropped. From
-    ``CHOLESKY_MIN_SAMPLES`` rows on, when the centred rows have the largest
+    ``CHOLESKY_MIN_SAMPLES`` rows on, or at any size unless ``principal``
+    (the fit needs the principal directions: ``False`` when its solves all
+    run on the embedded points, see ``_active.solves_on_embedded_points``),
+    when the centred rows have the largest
     rank they can have (``n - 1``), the coordinates come from a pivoted
     Cholesky factor of ``K`` instead (``factor``, see
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
@@ -148,7 +156,7 @@ class _Span:
     divided by ``scale`` so that squared distances neither underflow nor overflow.
     """
 
-    def __init__(self, X):
+    def __init__(self, X, principal=True):
         n, d = X.shape
         self.sparse = gram_span(X)
         self.factor = self.gram = self.order = None
@@ -175,7 +183,7 @@ class _Span:
         centred_gram = _SparseGram(self.X, self.mean)
         gram = centred_gram.dense()
         eps = max(n, d) * np.finfo(np.float64).eps
-        if n >= CHOLESKY_MIN_SAMPLES:
+        if n >= CHOLESKY_MIN_SAMPLES or not principal:
             tol = eps * max(gram.diagonal().max(), 0.0)
             # The factor overwrites the Gram matrix (see _PivotedCholesky).
             factor = _PivotedCholesky(gram, tol)
