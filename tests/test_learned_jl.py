@@ -1160,6 +1160,31 @@ def test_large_sparse_span_from_a_pivoted_cholesky_factor(monkeypatch):
     assert ratios.max() / ratios.min() - 1 < 1e-11
 
 
+def test_centred_rows_span_at_most_n_minus_1_dimensions(monkeypatch):
+    # 300 points of 600 features with a standard deviation of 0.04 around 5:
+    # the centring's round-off leaves a 300th singular value above the
+    # SVD's threshold (and a 300th Gram eigenvalue above the eigenvalue
+    # threshold). Centred rows have rank 299; a span of 300 dimensions made
+    # the embedded certificate divide by that direction's tiny norm, and the
+    # fit crashed with NaN in the Lanczos recurrence.
+    rng = np.random.default_rng(3)
+    n, d = 300, 600
+    U = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    V = np.linalg.qr(rng.standard_normal((d, n)))[0]
+    X = U @ V.T + 5.0
+    assert _Span(X).coords.shape == (n, n - 1)
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    assert _Span(sparse.csr_array(X)).coords.shape == (n, n - 1)
+    # The fit on principal coordinates (as dense data of this shape had it).
+    monkeypatch.setattr(_learned_jl, "solves_on_embedded_points", lambda *a: False)
+    for data in (X, sparse.csr_array(X)):
+        fit = LearnedJLTransformer(5, random_state=0, max_iter=50).fit(data)
+        assert np.isfinite(fit.min_hessian_eig_)
+        assert fit.distortion_ == pytest.approx(
+            scale_free_distortion(X, fit.transform(data)), rel=1e-9
+        )
+
+
 def test_fits_solving_on_embedded_points_take_the_span_from_a_cholesky_factor(
     monkeypatch,
 ):
