@@ -1185,16 +1185,16 @@ def test_centred_rows_span_at_most_n_minus_1_dimensions(monkeypatch):
         )
 
 
-def test_fits_solving_on_embedded_points_take_the_span_from_a_cholesky_factor(
-    monkeypatch,
-):
-    # Below CHOLESKY_MIN_SAMPLES rows the span keeps the principal directions
-    # for the fits that solve in whitened map coordinates: every pair active
-    # (k = 8 on 300 points: 44,850 pairs, fewer than 20 per variable), the
-    # derandomized surrogate, and a search of the dimension (which may reach
-    # such a k). A direct fit of 5 dimensions solves on the embedded points
-    # only and takes the factor; its map is as good, and its distortion_ is
-    # its map's.
+@pytest.mark.parametrize("dense", [False, True])
+def test_fits_solving_on_embedded_points_take_a_triangular_span(monkeypatch, dense):
+    # The span keeps the principal directions for the fits that solve in
+    # whitened map coordinates: every pair active (k = 8 on 300 points:
+    # 44,850 pairs, fewer than 20 per variable), the derandomized surrogate,
+    # and a search of the dimension (which may reach such a k). A direct fit
+    # of 5 dimensions solves on the embedded points only and takes a
+    # triangular basis (sparse rows: a Cholesky factor below
+    # CHOLESKY_MIN_SAMPLES rows; dense rows: a QR factorization); its map is
+    # as good, and its distortion_ is its map's.
     assert _active.solves_on_embedded_points(300, 1_000, 5, 4_000)
     assert not _active.solves_on_embedded_points(300, 1_000, 8, 4_000)
     assert not _active.solves_on_embedded_points(300, 1_000, 5, 50_000)
@@ -1203,6 +1203,8 @@ def test_fits_solving_on_embedded_points_take_the_span_from_a_cholesky_factor(
     rng = np.random.default_rng(1)
     X = sparse.random(300, 1_000, density=0.05, format="csr", random_state=1)
     X.data = rng.exponential(size=X.nnz)
+    if dense:
+        X = X.toarray()
     monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
     spans = []
 
@@ -1226,7 +1228,79 @@ def test_fits_solving_on_embedded_points_take_the_span_from_a_cholesky_factor(
     assert spans[-1].factor is None
     assert factored.distortion_ == pytest.approx(principal.distortion_, rel=1e-2)
     assert factored.distortion_ == pytest.approx(
-        scale_free_distortion(X.toarray(), factored.transform(X)), rel=1e-9
+        scale_free_distortion(X if dense else X.toarray(), factored.transform(X)),
+        rel=1e-9,
+    )
+
+
+def test_a_qr_span_gives_triangular_coordinates_of_the_rows():
+    # Centred rows of rank n - 1 (here with an offset of 5, whose centring
+    # leaves round-off): an orthonormal basis, lower trapezoidal coordinates
+    # that give the rows back, and the spread of the span's variances as the
+    # principal directions have it. Rows of lower rank (a duplicate) keep the
+    # principal directions: the unpivoted QR does not always reveal the
+    # rank, but the spread of a round-off direction does.
+    rng = np.random.default_rng(0)
+    n, d = 300, 600
+    X = rng.standard_normal((n, d)) * np.linspace(1.0, 0.05, d) + 5.0
+    Xc = X - X.mean(axis=0)
+    basis, coords = _pairs._qr_span(Xc)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(n - 1), atol=1e-12)
+    C = coords.coords
+    assert C.shape == (n, n - 1) and not np.triu(C[: n - 1], 1).any()
+    np.testing.assert_allclose(C @ basis.T, Xc, atol=1e-12 * abs(Xc).max())
+    principal = _Span(X).coords
+    col_sq = np.einsum("ij,ij->j", principal, principal)
+    assert coords.spread() == pytest.approx(col_sq.max() / col_sq.min(), rel=1e-3)
+    duplicated = _Span(np.vstack([X, X[:1]]), max_spread=1e3)
+    assert duplicated.factor is None and duplicated.coords.shape == (n + 1, n - 1)
+    assert _pairs._qr_span(Xc[:, : n - 2]) is None
+
+
+def test_the_spread_of_a_cholesky_span_is_that_of_its_principal_directions(
+    monkeypatch,
+):
+    rng = np.random.default_rng(1)
+    X = sparse.random(300, 1_000, density=0.05, format="csr", random_state=1)
+    X.data = rng.exponential(size=X.nnz)
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    principal = _Span(X).coords
+    col_sq = np.einsum("ij,ij->j", principal, principal)
+    factor = _Span(X, max_spread=np.inf).factor
+    assert factor.spread() == pytest.approx(col_sq.max() / col_sq.min(), rel=1e-3)
+
+
+def test_anisotropic_spans_solve_in_whitened_principal_coordinates(monkeypatch):
+    # 300 points of rank 300 in 600 dimensions with standard deviations i^-1.5
+    # (a spread of 7e11 after centring): the embedded solves, which take the
+    # whitened path without its floor, would move the directions of least
+    # variance freely. The fit keeps the principal directions and solves the
+    # map in whitened coordinates (with the floor): lower distortion, seeds
+    # 0-2 (measured 0.256 / 0.258 / 0.258 against 0.268 / 0.572 / 0.297).
+    rng = np.random.default_rng(0)
+    n, d = 300, 600
+    V = np.linalg.qr(rng.standard_normal((d, n)))[0]
+    X = (rng.standard_normal((n, n)) * np.arange(1, n + 1) ** -1.5) @ V.T
+    actives = []
+    original = _active._ActivePairs.__init__
+
+    def recorded(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        actives.append(self)
+
+    monkeypatch.setattr(_active._ActivePairs, "__init__", recorded)
+    whitened = [LearnedJLTransformer(5, random_state=s).fit(X) for s in range(3)]
+    assert actives[-1].factor is None and actives[-1].scale is not None
+    assert not actives[-1].embedded
+
+    def forced(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.embedded = True
+
+    monkeypatch.setattr(_active._ActivePairs, "__init__", forced)
+    embedded = [LearnedJLTransformer(5, random_state=s).fit(X) for s in range(3)]
+    assert np.mean([f.distortion_ for f in whitened]) < 0.9 * np.mean(
+        [f.distortion_ for f in embedded]
     )
 
 

@@ -180,12 +180,31 @@ class _ActivePairs:
         self.scale = _whitening_scale(X) if factor is None else None
         # Data whose span has as many dimensions as centred points can have
         # (n - 1): the active-set rounds optimize the embedded points (see
-        # _embedded_lbfgs).
+        # _embedded_lbfgs), unless the span's principal directions spread
+        # over more than WHITEN_SPREAD (``scale``; a triangular basis was
+        # taken only below it, see _pairs._Span). The embedded solves take
+        # the whitened path without its floor: on 400 x 1,000 Gaussian rows
+        # of standard deviations i^-p (p = 0.75 / 1 / 1.5, spreads 8e3 /
+        # 6e5 / 3e8), k = 5, seeds 0 / 1, they ended at 0.798 / 0.817,
+        # 0.662 / 0.718, 0.370 / 0.405 against 0.723 / 0.737, 0.563 /
+        # 0.544, 0.308 / 0.307 whitened with the floor (in 1 s against 2-3
+        # s; with four times the iterations, in about the same time, at
+        # 0.618 / 0.683 for p = 1 and 0.353 / 0.379 for p = 1.5, alone, one
+        # BLAS thread); at p = 2.5 their map, off in the directions of least
+        # variance, distorted held-out points 0.96 / 0.92 against 0.51 /
+        # 0.51, and their certificate (Lanczos in the inner product of K^+)
+        # read -289 and 3.7 for the smallest Hessian eigenvalue, against
+        # 1.4e-5 and 1.8e-5 in map coordinates. The map's solves cost two
+        # n x rank x k products per evaluation: text-like 1,200 x 6,000 rows
+        # with Zipf-weighted columns (spread 8e6), k = 20, 0.404 / 0.403 in
+        # 3.5 s became 0.384 / 0.383 in 15.4 s (the embedded points: 0.374
+        # / 0.377 in 9.0 s with max_iter=3000).
         self.col_sq = np.einsum("ij,ij->j", X, X)
         self.embedded = (
             n > 2
             and X.shape[1] >= max(n - 1, EMBEDDED_MIN_RANK)
             and self.col_sq.min() > 0
+            and (factor is not None or self.scale is None)
         )
         self.reset(1)
         # Time split and size of the active set, for verbose output and benchmarks.

@@ -29,6 +29,7 @@ from skderand._threads import one_blas_thread
 from skderand.embedding._active import (
     CERTIFY_ITER,
     LANCZOS_ITER,
+    WHITEN_SPREAD,
     _ActivePairs,
     _scale_free,
     certify_stage,
@@ -437,18 +438,17 @@ class LearnedJLTransformer(
             "fewer rows than columns the Gram matrix of the rows is what grows).",
         )
         # A fit whose solves all run on the embedded points never sees the
-        # span's basis: it takes one from a Cholesky factor, cheaper than the
-        # principal directions (see _Span). A search may reach dimensions
+        # span's basis: it takes a triangular one, far cheaper than the
+        # principal directions, when the span is close enough to isotropic
+        # for the embedded solves (see _Span). A search may reach dimensions
         # where every pair is active, which solve in whitened principal
         # coordinates.
-        span = _Span(
-            X,
-            principal=not (
-                self.n_components != "auto"
-                and self.algorithm == "direct"
-                and solves_on_embedded_points(*X.shape, self.n_components, working_set)
-            ),
+        embedded = (
+            self.n_components != "auto"
+            and self.algorithm == "direct"
+            and solves_on_embedded_points(*X.shape, self.n_components, working_set)
         )
+        span = _Span(X, max_spread=WHITEN_SPREAD if embedded else None)
         curvature_tol = (
             np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
         )

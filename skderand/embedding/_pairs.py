@@ -12,6 +12,7 @@ Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
 import numpy as np
 from scipy import linalg, sparse
 from scipy.linalg import lapack
+from scipy.sparse.linalg import LinearOperator, eigsh
 
 from skderand._memory import check_fits_in_memory
 
@@ -138,10 +139,7 @@ class _Span:
     nnz)``, not ``O(n * d)``. Directions with ``lam`` below ``max(n, d) * eps``
     of the largest (singular values below about ``1e-7`` of the largest) carry
     squared distances below round-off and are dropped. From
-    ``CHOLESKY_MIN_SAMPLES`` rows on, or at any size unless ``principal``
-    (the fit needs the principal directions: ``False`` when its solves all
-    run on the embedded points, see ``_active.solves_on_embedded_points``),
-    when the centred rows have the largest
+    ``CHOLESKY_MIN_SAMPLES`` rows on, when the centred rows have the largest
     rank they can have (``n - 1``), the coordinates come from a pivoted
     Cholesky factor of ``K`` instead (``factor``, see
     :class:`_PivotedCholesky`): another orthonormal basis of the same span,
@@ -152,11 +150,21 @@ class _Span:
     sparse products with the rows (:class:`_SparseGram`; the dense one is
     not kept); for dense input None.
 
+    With ``max_spread`` (a fit that needs no principal directions: its
+    solves all run on the embedded points, see
+    ``_active.solves_on_embedded_points``) rows of rank ``n - 1`` take a
+    triangular basis at any size, from a QR factorization of dense rows
+    (:func:`_qr_span`) or the pivoted Cholesky factor of sparse ones, if the
+    span's variances spread over at most ``max_spread`` (see
+    :meth:`_TriangularCoords.spread`; beyond, the embedded solves would move
+    the directions of little variance without the whitening's floor, and the
+    fit solves in whitened principal coordinates instead).
+
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
     """
 
-    def __init__(self, X, principal=True):
+    def __init__(self, X, max_spread=None):
         n, d = X.shape
         self.sparse = gram_span(X)
         self.factor = self.gram = self.order = None
@@ -171,6 +179,12 @@ class _Span:
             scale = np.abs(Xc).max()
             if scale > 0:
                 Xc /= scale
+            if max_spread is not None:
+                triangular = _qr_span(Xc)
+                if triangular is not None and triangular[1].spread() <= max_spread:
+                    self.basis, self.factor = triangular
+                    self.coords = self.factor.coords
+                    return
             _, sv, Vt = linalg.svd(Xc, full_matrices=False, check_finite=False)
             tol = sv.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
             rank = _centred_rank(sv, tol, n)
@@ -182,28 +196,33 @@ class _Span:
         centred_gram = _SparseGram(self.X, self.mean)
         gram = centred_gram.dense()
         eps = max(n, d) * np.finfo(np.float64).eps
-        if n >= CHOLESKY_MIN_SAMPLES or not principal:
+        large = n >= CHOLESKY_MIN_SAMPLES
+        if large or max_spread is not None:
             tol = eps * max(gram.diagonal().max(), 0.0)
             # The factor overwrites the Gram matrix (see _PivotedCholesky).
             factor = _PivotedCholesky(gram, tol)
             del gram
             factor_rank = factor.rank
-            if factor_rank == n - 1:
+            # (From CHOLESKY_MIN_SAMPLES rows on the principal directions cost
+            # too much: the factor whatever its spread.)
+            if factor_rank == n - 1 and (large or factor.spread() <= max_spread):
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
                 self.gram = _SparseGram(self.X[self.order], self.mean, factor.scale)
                 return
             # Fewer dimensions than the centred rows can span (duplicate
-            # rows, say): the principal directions, as below, from the Gram
-            # matrix formed again. They need more memory than the factor,
-            # which fit's up-front estimate counted.
+            # rows, say), or too wide a spread: the principal directions, as
+            # below, from the Gram matrix formed again. From
+            # CHOLESKY_MIN_SAMPLES rows on they need more memory than the
+            # factor, which fit's up-front estimate counted.
             del factor
-            check_fits_in_memory(
-                eigh_span_bytes(n),
-                f"The principal directions of {n} sparse rows of rank "
-                f"{factor_rank} (below {n - 1}: duplicate rows, say)",
-                "Remove duplicate rows, or subsample the points.",
-            )
+            if large:
+                check_fits_in_memory(
+                    eigh_span_bytes(n),
+                    f"The principal directions of {n} sparse rows of rank "
+                    f"{factor_rank} (below {n - 1}: duplicate rows, say)",
+                    "Remove duplicate rows, or subsample the points.",
+                )
             gram = centred_gram.dense()
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
         # eigenvector is needed, and there it is faster (1,500 x 1,500, one
@@ -352,64 +371,53 @@ class _HeldGram:
         return self.K[index]
 
 
-class _PivotedCholesky:
-    """Coordinates of centred points from a pivoted Cholesky factor of their Gram.
+# Relative accuracy of _TriangularCoords.spread's two eigenvalues: the spread
+# is compared with a limit of a thousand.
+SPREAD_RTOL = 1e-3
 
-    LAPACK's dpstrf factors ``P^T K P = L L^T`` with ``L`` lower trapezoidal
-    of the numerical rank ``r`` of ``K`` (the diagonal pivoting stops where
-    what is left of the diagonal is below ``tol``). ``C = L / scale`` holds
-    the points in the pivots' order ``order`` (row ``i`` is point
-    ``order[i]``), with ``C C^T = P^T K P / scale^2``: their coordinates in
-    some orthonormal basis of their span (any two such are rotations of each
-    other, so distances, the map's random start and every rotation-invariant
-    quantity of the fit are those of the principal directions; the order of
-    the points changes nothing either). Row ``i`` of ``C`` is 0 beyond its
-    first ``i + 1`` entries, which the blocked passes use (see
-    ``_PairScanner``). For centred points of rank ``r = n - 1`` (the columns
-    of ``C`` are then centred too) the first ``r`` rows of ``C`` form an
-    invertible lower triangular ``F``, and a centred ``n x k`` array ``Y``
-    (rows in the same order) in the span of ``C``'s columns is ``C A`` for
-    exactly one ``A = F^-1 Y[:r]``: :meth:`map_of_points` costs one
-    triangular solve.
 
-    Accuracy: on the text-like sets (1,500 x 4,000 and 5,000 x 20,000) the
-    squared distances of these coordinates match those of the Gram matrix to
-    6e-13 and 9e-12 relative (those of the eigendecomposition's to 2e-15): the
-    blocked factorization's round-off, about ``n`` unit round-offs.
+class _TriangularCoords:
+    """Coordinates ``C`` (n x rank) of centred points whose first ``rank`` rows
+    form an invertible lower triangular ``F`` (row ``i`` is 0 beyond its
+    first ``i + 1`` entries, as the blocked passes use, see
+    ``_PairScanner``'s ``lower_trapezoidal``).
 
-    ``gram`` (C-ordered float64) is overwritten: its memory holds the
-    coordinates.
+    A centred ``n x k`` array ``Y`` in the span of ``C``'s columns is ``C A``
+    for exactly one ``A = F^-1 Y[:rank]``: :meth:`map_of_points` costs one
+    triangular solve. From a pivoted Cholesky factor of the points' Gram
+    matrix (:class:`_PivotedCholesky`) or a QR factorization of the points
+    (:func:`_qr_span`).
     """
 
-    def __init__(self, gram, tol):
-        n = gram.shape[0]
-        # In place: gram.T is Fortran-ordered and, gram being symmetric, the
-        # same matrix. LAPACK's upper factor U (P^T K P = U^T U) read in C
-        # order is L = U^T; the input's entries stay in the other triangle.
-        U, piv, rank, info = lapack.dpstrf(gram.T, lower=0, tol=tol, overwrite_a=1)
-        if info < 0:  # pragma: no cover - only for an invalid argument
-            raise ValueError(f"LAPACK dpstrf failed with info={info}")
-        self.order = piv - 1
-        # Centred points have rank at most n - 1; a last pivot above tol is
-        # round-off (its column of L has that one entry), and is left out.
-        self.rank = rank = min(int(rank), n - 1)
-        # The rows of L[:, :rank] packed into a C-ordered n x rank array in
-        # the same memory, zero beyond the trapezoid. Row i moves to offset
-        # i * rank from i * n: no later row's entries are overwritten before
-        # they are read (a copy and np.tril took 0.7 s and n^2 floats more
-        # at 10,000 points).
-        flat = U.T.reshape(-1)
-        for i in range(n):
-            m = min(i + 1, rank)
-            if i:
-                flat[i * rank : i * rank + m] = flat[i * n : i * n + m]
-            flat[i * rank + m : (i + 1) * rank] = 0.0
-        self.coords = flat[: n * rank].reshape(n, rank)
-        # max |c| without np.abs's n x rank temporary (as large as the factor).
-        self.scale = max(self.coords.max(), -self.coords.min()) if rank > 0 else 1.0
-        self.coords /= self.scale
-        self.F = self.coords[:rank]
-        self.tail = self.coords[rank:]
+    def __init__(self, coords, rank):
+        self.coords = coords
+        self.rank = rank
+        self.F = coords[:rank]
+        self.tail = coords[rank:]
+
+    def spread(self):
+        """The ratio of the largest to the smallest eigenvalue of ``C^T C``.
+
+        The spread of the span's variances (``col_sq`` of principal
+        coordinates, see ``_active._whitening_scale``), here by Lanczos
+        (ARPACK, from a start of a local generator) on ``C^T C`` and on its
+        inverse (:meth:`cross_solve`), to ``SPREAD_RTOL``: two products of
+        ``C`` or two triangular solves a step, ``O(n^2)`` numbers each,
+        against the principal directions' ``O(n^3)``.
+        """
+        if self.rank < 2:
+            return 1.0
+        start = np.random.default_rng(0).standard_normal(self.rank)
+        shape = (self.rank, self.rank)
+        cross = LinearOperator(
+            shape, matvec=lambda v: self.coords.T @ (self.coords @ v), dtype=float
+        )
+        inverse = LinearOperator(
+            shape, matvec=lambda v: self.cross_solve(v.reshape(-1, 1)), dtype=float
+        )
+        largest = eigsh(cross, k=1, which="LA", v0=start, tol=SPREAD_RTOL)[0][0]
+        inverse_largest = eigsh(inverse, k=1, which="LA", v0=start, tol=SPREAD_RTOL)
+        return float(largest * inverse_largest[0][0])
 
     def map_of_points(self, Y):
         """``A`` (k x rank) with ``C A^T`` the centred ``Y`` (n x k).
@@ -449,6 +457,62 @@ class _PivotedCholesky:
         return A_B - A_T @ np.linalg.solve(capacitance, self.tail @ A_B)
 
 
+class _PivotedCholesky(_TriangularCoords):
+    """Coordinates of centred points from a pivoted Cholesky factor of their Gram.
+
+    LAPACK's dpstrf factors ``P^T K P = L L^T`` with ``L`` lower trapezoidal
+    of the numerical rank ``r`` of ``K`` (the diagonal pivoting stops where
+    what is left of the diagonal is below ``tol``). ``C = L / scale`` holds
+    the points in the pivots' order ``order`` (row ``i`` is point
+    ``order[i]``), with ``C C^T = P^T K P / scale^2``: their coordinates in
+    some orthonormal basis of their span (any two such are rotations of each
+    other, so distances, the map's random start and every rotation-invariant
+    quantity of the fit are those of the principal directions; the order of
+    the points changes nothing either). Row ``i`` of ``C`` is 0 beyond its
+    first ``i + 1`` entries. For centred points of rank ``r = n - 1`` (the
+    columns of ``C`` are then centred too) the first ``r`` rows of ``C`` form
+    an invertible lower triangular ``F`` (see :class:`_TriangularCoords`; a
+    centred ``Y`` has its rows in the same order).
+
+    Accuracy: on the text-like sets (1,500 x 4,000 and 5,000 x 20,000) the
+    squared distances of these coordinates match those of the Gram matrix to
+    6e-13 and 9e-12 relative (those of the eigendecomposition's to 2e-15): the
+    blocked factorization's round-off, about ``n`` unit round-offs.
+
+    ``gram`` (C-ordered float64) is overwritten: its memory holds the
+    coordinates.
+    """
+
+    def __init__(self, gram, tol):
+        n = gram.shape[0]
+        # In place: gram.T is Fortran-ordered and, gram being symmetric, the
+        # same matrix. LAPACK's upper factor U (P^T K P = U^T U) read in C
+        # order is L = U^T; the input's entries stay in the other triangle.
+        U, piv, rank, info = lapack.dpstrf(gram.T, lower=0, tol=tol, overwrite_a=1)
+        if info < 0:  # pragma: no cover - only for an invalid argument
+            raise ValueError(f"LAPACK dpstrf failed with info={info}")
+        self.order = piv - 1
+        # Centred points have rank at most n - 1; a last pivot above tol is
+        # round-off (its column of L has that one entry), and is left out.
+        rank = min(int(rank), n - 1)
+        # The rows of L[:, :rank] packed into a C-ordered n x rank array in
+        # the same memory, zero beyond the trapezoid. Row i moves to offset
+        # i * rank from i * n: no later row's entries are overwritten before
+        # they are read (a copy and np.tril took 0.7 s and n^2 floats more
+        # at 10,000 points).
+        flat = U.T.reshape(-1)
+        for i in range(n):
+            m = min(i + 1, rank)
+            if i:
+                flat[i * rank : i * rank + m] = flat[i * n : i * n + m]
+            flat[i * rank + m : (i + 1) * rank] = 0.0
+        coords = flat[: n * rank].reshape(n, rank)
+        # max |c| without np.abs's n x rank temporary (as large as the factor).
+        self.scale = max(coords.max(), -coords.min()) if rank > 0 else 1.0
+        coords /= self.scale
+        super().__init__(coords, rank)
+
+
 def _centred_rank(spectrum, tol, n_samples):
     """The span's dimensions: the singular values (or Gram eigenvalues) above
     ``tol``, at most ``n_samples - 1`` and at least one.
@@ -463,6 +527,37 @@ def _centred_rank(spectrum, tol, n_samples):
     data still has a map.
     """
     return max(1, min(n_samples - 1, int(np.sum(spectrum > tol))))
+
+
+def _qr_span(Xc):
+    """An orthonormal basis of the span of dense centred rows ``Xc`` and their
+    coordinates in it, lower trapezoidal, if the rows have rank ``n - 1``.
+
+    Returns ``(basis, coords)`` (:class:`_TriangularCoords`) or None. The
+    centred rows sum to 0, so the first ``n - 1`` span them all when their
+    rank is ``n - 1``: with ``Xc[:-1]^T = Q R`` (Householder, backward stable
+    as the SVD, and not squaring the condition number as the Gram matrix's
+    factor would), their coordinates in the basis ``Q`` are ``R^T``, and the
+    last row's are its products with ``Q``. 1,200 x 2,000 Gaussian rows, one
+    BLAS thread: 0.17 s against 1.34 s for the SVD. A diagonal entry of ``R``
+    below the SVD's round-off threshold gives None. Without pivoting the
+    diagonal does not always reveal a lower rank (300 rows and a duplicate:
+    a last entry of 9e-13 of the largest, against singular values of 3e-14
+    and 1e-16 of it), but the spread of such a round-off direction, above
+    1e20, does (see ``_Span``'s ``max_spread``).
+    """
+    n = Xc.shape[0]
+    if n < 2 or Xc.shape[1] < n - 1:
+        return None
+    Q, R = linalg.qr(Xc[:-1].T, mode="economic", check_finite=False)
+    diagonal = np.abs(np.diagonal(R))
+    tol = diagonal.max(initial=0.0) * max(Xc.shape) * np.finfo(np.float64).eps
+    if not diagonal.min() > tol:
+        return None
+    coords = np.empty((n, n - 1))
+    coords[:-1] = R.T
+    coords[-1] = Xc[-1] @ Q
+    return Q, _TriangularCoords(coords, n - 1)
 
 
 def _gamma(m):
