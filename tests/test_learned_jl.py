@@ -1302,6 +1302,11 @@ def test_anisotropic_spans_solve_in_whitened_principal_coordinates(monkeypatch):
     assert np.mean([f.distortion_ for f in whitened]) < 0.9 * np.mean(
         [f.distortion_ for f in embedded]
     )
+    # From CHOLESKY_MIN_SAMPLES rows on (patched down) the triangular basis
+    # whatever the spread: the map's products would cost n x n x k.
+    assert _Span(X, max_spread=1e3).factor is None
+    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    assert _Span(X, max_spread=1e3).factor is not None
 
 
 def test_a_fit_that_cannot_fit_in_memory_is_refused_up_front(monkeypatch):

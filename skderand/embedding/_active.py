@@ -1105,10 +1105,12 @@ def solves_on_embedded_points(n_samples, n_features, k, working_set):
 
     So on data whose span has ``n - 1`` dimensions (see :func:`embedded_shape`)
     when not every pair is active (see :func:`every_pair_active`, at the
-    largest rank: with fewer variables it is less so). Those solves, the
-    certificate and the polish never see the span's basis: any orthonormal
-    one serves, and the principal directions, which the whitened solves of the
-    map need (see :func:`_whitening_scale`), are not needed (see ``_Span``).
+    largest rank: with fewer variables it is less so), and while the span is
+    near isotropic (see ``_Span``'s ``max_spread``, and ``_ActivePairs``'s
+    ``embedded``). Those solves, the certificate and the polish never see the
+    span's basis: any orthonormal one serves, and the principal directions,
+    which the whitened solves of the map need (see :func:`_whitening_scale`),
+    are not needed.
     """
     return embedded_shape(n_samples, n_features) and not every_pair_active(
         n_samples, n_samples - 1, k, working_set

@@ -158,7 +158,12 @@ class _Span:
     span's variances spread over at most ``max_spread`` (see
     :meth:`_TriangularCoords.spread`; beyond, the embedded solves would move
     the directions of little variance without the whitening's floor, and the
-    fit solves in whitened principal coordinates instead).
+    fit solves in whitened principal coordinates instead). From
+    ``CHOLESKY_MIN_SAMPLES`` rows on, whatever the spread: there the
+    principal directions cost ``O(n^3)`` (a text-like 5,000 x 20,000 set:
+    22-23 s for ``eigh``) and the map's solves two ``n x n x k`` products
+    per evaluation (text-like 1,200 x 6,000 rows, Zipf-weighted columns,
+    k = 20: 6.4 ms per iteration against 1.3 ms on the embedded points).
 
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
@@ -181,7 +186,9 @@ class _Span:
                 Xc /= scale
             if max_spread is not None:
                 triangular = _qr_span(Xc)
-                if triangular is not None and triangular[1].spread() <= max_spread:
+                if triangular is not None and (
+                    n >= CHOLESKY_MIN_SAMPLES or triangular[1].spread() <= max_spread
+                ):
                     self.basis, self.factor = triangular
                     self.coords = self.factor.coords
                     return
@@ -203,8 +210,8 @@ class _Span:
             factor = _PivotedCholesky(gram, tol)
             del gram
             factor_rank = factor.rank
-            # (From CHOLESKY_MIN_SAMPLES rows on the principal directions cost
-            # too much: the factor whatever its spread.)
+            # (From CHOLESKY_MIN_SAMPLES rows on the factor whatever its
+            # spread: see _Span.)
             if factor_rank == n - 1 and (large or factor.spread() <= max_spread):
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
