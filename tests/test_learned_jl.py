@@ -1257,6 +1257,21 @@ def test_a_qr_span_gives_triangular_coordinates_of_the_rows():
     assert _pairs._qr_span(Xc[:, : n - 2]) is None
 
 
+def test_a_spread_that_arpack_cannot_estimate_keeps_the_principal_directions(
+    monkeypatch,
+):
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    def fails(*args, **kwargs):
+        raise ArpackNoConvergence("no convergence", np.empty(0), np.empty((0, 0)))
+
+    X = np.random.default_rng(0).standard_normal((300, 600))
+    assert _Span(X, max_spread=1e3).factor is not None
+    monkeypatch.setattr(_pairs, "eigsh", fails)
+    span = _Span(X, max_spread=1e3)
+    assert span.factor is None and span.coords.shape == (300, 299)
+
+
 def test_the_spread_of_a_cholesky_span_is_that_of_its_principal_directions(
     monkeypatch,
 ):

@@ -12,7 +12,7 @@ Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
 import numpy as np
 from scipy import linalg, sparse
 from scipy.linalg import lapack
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from skderand._memory import check_fits_in_memory
 
@@ -115,7 +115,7 @@ def eigh_span_bytes(n):
 # syevr), and both grow as n^3. Below it the eigendecomposition costs under a
 # second and keeps the principal directions, which the whitened solves of the
 # map need (see _whitening_scale in _active.py). Fits that never solve in the
-# map's coordinates take the factor below it too (see _Span's ``principal``):
+# map's coordinates take the factor below it too (see _Span's ``max_spread``):
 # the sparse text-like set of 1,500 x 4,000, k = 30, seeds 0 / 1 / 2, alone,
 # one BLAS thread: 0.36721 / 0.36862 / 0.36793 in 7.81 / 7.95 / 8.26 s ->
 # 0.36806 / 0.36674 / 0.36662 in 7.00 / 7.28 / 7.38 s (eigh 0.5 s, and the
@@ -422,9 +422,16 @@ class _TriangularCoords:
         inverse = LinearOperator(
             shape, matvec=lambda v: self.cross_solve(v.reshape(-1, 1)), dtype=float
         )
-        largest = eigsh(cross, k=1, which="LA", v0=start, tol=SPREAD_RTOL)[0][0]
-        inverse_largest = eigsh(inverse, k=1, which="LA", v0=start, tol=SPREAD_RTOL)
-        return float(largest * inverse_largest[0][0])
+        try:
+            largest = eigsh(cross, k=1, which="LA", v0=start, tol=SPREAD_RTOL)[0]
+            inverse_largest = eigsh(
+                inverse, k=1, which="LA", v0=start, tol=SPREAD_RTOL
+            )[0]
+        except ArpackNoConvergence:
+            # Unknown: as wide as can be (the caller then keeps the principal
+            # directions, which serve every fit).
+            return np.inf
+        return float(largest[0] * inverse_largest[0])
 
     def map_of_points(self, Y):
         """``A`` (k x rank) with ``C A^T`` the centred ``Y`` (n x k).
