@@ -186,9 +186,7 @@ class _Span:
                 Xc /= scale
             if max_spread is not None:
                 triangular = _qr_span(Xc)
-                if triangular is not None and (
-                    n >= CHOLESKY_MIN_SAMPLES or triangular[1].spread() <= max_spread
-                ):
+                if triangular is not None and triangular[1].serves(max_spread):
                     self.basis, self.factor = triangular
                     self.coords = self.factor.coords
                     return
@@ -210,9 +208,7 @@ class _Span:
             factor = _PivotedCholesky(gram, tol)
             del gram
             factor_rank = factor.rank
-            # (From CHOLESKY_MIN_SAMPLES rows on the factor whatever its
-            # spread: see _Span.)
-            if factor_rank == n - 1 and (large or factor.spread() <= max_spread):
+            if factor_rank == n - 1 and factor.serves(max_spread):
                 self.factor, self.coords = factor, factor.coords
                 self.order = factor.order
                 self.gram = _SparseGram(self.X[self.order], self.mean, factor.scale)
@@ -401,6 +397,16 @@ class _TriangularCoords:
         self.rank = rank
         self.F = coords[:rank]
         self.tail = coords[rank:]
+
+    def serves(self, max_spread):
+        """Whether the span takes this basis (see ``_Span``'s ``max_spread``).
+
+        From ``CHOLESKY_MIN_SAMPLES`` points on whatever its spread; below,
+        when :meth:`spread` is at most ``max_spread`` (never for None).
+        """
+        if self.coords.shape[0] >= CHOLESKY_MIN_SAMPLES:
+            return True
+        return max_spread is not None and self.spread() <= max_spread
 
     def spread(self):
         """The ratio of the largest to the smallest eigenvalue of ``C^T C``.
