@@ -275,6 +275,75 @@ def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
     return pairs, obj, z
 
 
+def _spread_rows(n, d, small, n_small=3, seed=0):
+    # n x d rows of rank n whose last n_small singular values are `small`
+    # (the others 1): a span whose variances spread over 1 / small^2.
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, n)))
+    sv = np.ones(n)
+    sv[-n_small:] = small
+    return (U * sv) @ V.T
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize(
+    "small, precision", [(1e-2, "float32"), (1e-5, "float64"), (1e-8, "map")]
+)
+def test_certificates_of_widely_spread_spans_keep_their_precision(
+    monkeypatch, small, precision, seed
+):
+    # A triangular span (as from CHOLESKY_MIN_SAMPLES rows on, patched down)
+    # has any spread. Lanczos in the inner product of K^+ loses directions
+    # below its products' precision: measured here, float32 read 8.8 against
+    # -37.2 (seed 0) and crashed with NaN (seed 1) at small = 1e-5, float64
+    # -37.27 against -37.19 at 1e-8. The certificate takes float32 up to a
+    # spread bound of 1e6, float64 up to 1e12, map coordinates beyond, and
+    # reads the Hessian's smallest eigenvalue (100 Lanczos steps, more than
+    # the 87 variables) to 1e-6 of its norm.
+    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
+    monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
+    n, k = 30, 3
+    span = _Span(_spread_rows(n, 40, small, seed=seed), max_spread=1e3)
+    assert span.factor is not None
+    pairs = _ActivePairs(span.coords, working_set=8, factor=span.factor)
+    pairs.reset(k)
+    pairs._set(*_some_pairs(n, 4 * n, seed=10))
+    obj = pairs.objective(k, 20.0, derandomized=False, penalty=0.0)
+    assert pairs.embedded and not pairs.complete and obj.used.size == n
+    z = np.random.default_rng(11).standard_normal(k * pairs.X.shape[1])
+    bound = pairs.col_sq.max() / pairs.col_sq.min()
+    assert bound <= 1.0 / small**2
+    calls = []
+    original = _active._embedded_certificate
+
+    def recorded(*args, single, **kwargs):
+        calls.append("float32" if single else "float64")
+        return original(*args, single=single, **kwargs)
+
+    monkeypatch.setattr(_active, "_embedded_certificate", recorded)
+    z_out, n_iter, cert = _active.certify_stage(
+        pairs,
+        obj,
+        z,
+        k,
+        tol=1e-2,
+        curvature_tol=0.1,
+        max_iter=50,
+        rng=np.random.RandomState(3),
+        verbose=0,
+    )
+    assert calls == ([] if precision == "map" else [precision])
+    # Certified where it stands, as every fit on embedded points.
+    assert n_iter == 0 and np.array_equal(z_out, z)
+    H = np.column_stack([obj.hessp(z, e) for e in np.eye(z.size)])
+    eigenvalues = np.linalg.eigvalsh(0.5 * (H + H.T))
+    scale = abs(eigenvalues).max()
+    assert cert.min_hessian_eig == pytest.approx(eigenvalues[0], abs=1e-6 * scale)
+    assert cert.grad_norm == pytest.approx(np.linalg.norm(obj(z)[1]), rel=1e-12)
+
+
 def test_embedded_hessp_is_the_map_hessp(monkeypatch):
     pairs, obj, z = _embedded_pairs(monkeypatch)
     X, k = pairs.X, obj.k

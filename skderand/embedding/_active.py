@@ -1075,8 +1075,10 @@ LANCZOS_ITER = 100
 # certificate's Lanczos vectors, and for the rows of the Gram matrix the polish
 # keeps (at most 2^24 numbers, see _polish.KEPT_ROWS_ELEMENTS). With it the
 # estimate of fit_bytes is above the peak measured by benchmarks/bench_jl.py on
-# the text-like sets, k = 30: 1,500 / 5,000 / 10,000 rows, 389 / 682 / 1,485
-# MiB estimated against 164 / 548 / 1,420 MiB measured above the data.
+# the text-like sets, k = 30: 1,500 / 5,000 / 10,000 rows, 424 / 798 / 1,717
+# MiB estimated (389 / 682 / 1,485 with the certificate's vectors counted in
+# float32, as those sets take them) against 164 / 548 / 1,420 MiB measured
+# above the data.
 ACTIVE_SET_BYTES = 1 << 27
 
 
@@ -1123,8 +1125,10 @@ def map_bytes(n_samples, n_features, k, working_set):
     The map, its random start and their products (``k x n_features`` each),
     the certificate's Lanczos vectors (``LANCZOS_ITER + 1`` of the map's ``k
     x rank`` variables, or, on spans of ``n - 1`` dimensions, of the ``n x
-    k`` embedded points with their duals in float32, see
-    :func:`_embedded_certificate`: 0.24 GB at 10,000 points and k = 30), the
+    k`` embedded points with their duals, see :func:`_embedded_certificate`:
+    counted in float64, 0.48 GB at 10,000 points and k = 30, as spans whose
+    variances spread widely take them, see EMBEDDED_CERTIFICATE_SPREAD; the
+    spread is not known before the span), the
     Gram form's ``GRAM_ARRAYS`` arrays of ``n x n`` when every pair is active
     (see :func:`every_pair_active`, with the fit's ``working_set``) and
     ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
@@ -1141,7 +1145,7 @@ def map_bytes(n_samples, n_features, k, working_set):
     ):
         gram = GRAM_ARRAYS * n_samples * n_samples * 8
     if embedded:
-        lanczos = (LANCZOS_ITER + 1) * 2 * n_samples * k * 4
+        lanczos = (LANCZOS_ITER + 1) * 2 * n_samples * k * 8
     else:
         lanczos = (LANCZOS_ITER + 1) * k * rank * 8
     return 4 * k * n_features * 8 + lanczos + gram + ACTIVE_SET_BYTES
@@ -1178,7 +1182,9 @@ def certify_stage(
 
     On active pairs that touch every point of a span of ``n - 1`` dimensions
     the end point is certified as it is, by :func:`_embedded_certificate` (the
-    same quantities, in map coordinates). There the final active set's
+    same quantities, in map coordinates; in float32 or float64, or by
+    ``sosp_certificate`` in map coordinates, by the span's spread, see
+    EMBEDDED_CERTIFICATE_SPREAD). There the final active set's
     surrogate still descends far from the end point while the all-pairs
     distortion rises: the sparse text-like set, seed 1, from 1.95 tol, 10 /
     25 / 50 / 100 iterations of the rounds' solver took the surrogate from
@@ -1204,11 +1210,23 @@ def certify_stage(
         and not objective.derandomized
         and objective.used.size == pairs.n
     )
+    # A lower bound on the spread of the span's variances (the largest and
+    # smallest eigenvalue of X^T X are at least and at most its diagonal's
+    # extremes): it decides the precision of the embedded certificate (see
+    # EMBEDDED_CERTIFICATE_SPREAD).
+    spread = pairs.col_sq.max() / pairs.col_sq.min() if embedded else np.inf
 
     def certified_where_it_stands():
-        if embedded:
+        if embedded and spread <= EMBEDDED_CERTIFICATE_SPREAD[1]:
             certificate = _embedded_certificate(
-                pairs, objective, z, k, tol=tol, curvature_tol=curvature_tol, rng=rng
+                pairs,
+                objective,
+                z,
+                k,
+                tol=tol,
+                curvature_tol=curvature_tol,
+                rng=rng,
+                single=spread <= EMBEDDED_CERTIFICATE_SPREAD[0],
             )
         else:
             certificate = sosp_certificate(
@@ -1249,6 +1267,29 @@ def certify_stage(
 
 # Lanczos' stopping tolerance (sosp_certificate's default).
 LANCZOS_RTOL = 1e-6
+
+# The embedded certificate (Lanczos in the inner product of K^+) runs in
+# float32 up to the first of these lower bounds on the spread of the span's
+# variances (see certify_stage), in float64 up to the second; beyond, the map's
+# own certificate is computed (sosp_certificate in map coordinates: two
+# n x rank x k products per Lanczos step). Directions of K below the
+# precision's reach drop out of its products, and Lanczos then misses the
+# Hessian's negative curvature there. 300 x 600 rows with five directions at
+# relative singular values s (their bound 1.7e6-6.8e6 / 1.7e8-6.8e8 / 1.7e10-
+# 6.8e10 for s = 1e-4 / 1e-5 / 1e-6, dense and sparse rows, 1.7e12-3.1e12 /
+# 1.7e14-3.1e14 for s = 1e-7 / 1e-8, dense rows: sparse ones fell back to
+# principal directions), k = 5, seeds 0 / 1, the triangular basis forced:
+# smallest Ritz values in float32 against float64 against map coordinates,
+# dense rows -0.0273 / -0.0241, -0.0253 / -0.0253, -0.0253 / -0.0253 (s =
+# 1e-4); -38.9 / -2.40, -0.0236 / -0.0232, -0.0236 / -0.0232 (1e-5); 12.4 /
+# -353, -0.0219 / -0.0306, -0.0219 / -0.0306 (1e-6); 12.6 / -366, -0.0182 /
+# -0.0169, -0.0182 / -0.0169 (1e-7); 12.1 / -5.0e6, -0.0377 / -0.0286, -0.0361
+# / -0.0293 (1e-8). Sparse rows (K's products in float64 either way) held
+# float32 to s = 1e-5 (-0.0201 against -0.0208) and lost it at 1e-6 (-0.0369
+# against -0.0273). The benchmark's text-like rows bound at most 36 (their
+# spread); 1,200 text-like rows with Zipf-weighted columns, in the Cholesky
+# basis, 2.2e6.
+EMBEDDED_CERTIFICATE_SPREAD = (1e6, 1e12)
 
 
 def _embedded_certificate(
