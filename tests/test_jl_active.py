@@ -254,12 +254,32 @@ def _sparse_span(monkeypatch, n, d, basis, seed=0):
     return span.coords, {"gram": span.gram, "factor": span.factor}
 
 
-def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
+def _spread_rows(n, d, small, n_small=3, seed=0):
+    # n x d rows of rank n whose last n_small singular values are `small`
+    # (the others 1): a span whose variances spread over 1 / small^2.
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, n)))
+    sv = np.ones(n)
+    sv[-n_small:] = small
+    return (U * sv) @ V.T
+
+
+def _embedded_pairs(
+    monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal", small=1.0, seed=0
+):
     # Active pairs on every point of a span of n - 1 dimensions, not all pairs.
+    # The "qr" basis: the triangular span of _spread_rows (as from
+    # CHOLESKY_MIN_SAMPLES rows on, patched down), whatever its spread.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
     monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
     if basis == "principal":
         X, extra = _coords(n, d), {}
+    elif basis == "qr":
+        monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+        span = _Span(_spread_rows(n, d, small, seed=seed), max_spread=1e3)
+        assert span.factor is not None
+        X, extra = span.coords, {"factor": span.factor}
     elif basis == "cholesky":
         X, extra = _cholesky_coords(n, d)
     else:
@@ -273,17 +293,6 @@ def _embedded_pairs(monkeypatch, n=30, d=40, k=3, beta=20.0, basis="principal"):
     assert obj.used.size == n
     z = np.random.default_rng(11).standard_normal(k * X.shape[1])
     return pairs, obj, z
-
-
-def _spread_rows(n, d, small, n_small=3, seed=0):
-    # n x d rows of rank n whose last n_small singular values are `small`
-    # (the others 1): a span whose variances spread over 1 / small^2.
-    rng = np.random.default_rng(seed)
-    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    V, _ = np.linalg.qr(rng.standard_normal((d, n)))
-    sv = np.ones(n)
-    sv[-n_small:] = small
-    return (U * sv) @ V.T
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -301,18 +310,8 @@ def test_certificates_of_widely_spread_spans_keep_their_precision(
     # spread bound of 1e6, float64 up to 1e12, map coordinates beyond, and
     # reads the Hessian's smallest eigenvalue (100 Lanczos steps, more than
     # the 87 variables) to 1e-6 of its norm.
-    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
-    monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
-    monkeypatch.setattr(_active, "COMPLETE_PER_VARIABLE", 1)
-    n, k = 30, 3
-    span = _Span(_spread_rows(n, 40, small, seed=seed), max_spread=1e3)
-    assert span.factor is not None
-    pairs = _ActivePairs(span.coords, working_set=8, factor=span.factor)
-    pairs.reset(k)
-    pairs._set(*_some_pairs(n, 4 * n, seed=10))
-    obj = pairs.objective(k, 20.0, derandomized=False, penalty=0.0)
-    assert pairs.embedded and not pairs.complete and obj.used.size == n
-    z = np.random.default_rng(11).standard_normal(k * pairs.X.shape[1])
+    pairs, obj, z = _embedded_pairs(monkeypatch, basis="qr", small=small, seed=seed)
+    k = obj.k
     bound = pairs.col_sq.max() / pairs.col_sq.min()
     assert bound <= 1.0 / small**2
     calls = []
