@@ -274,7 +274,11 @@ class LearnedJLTransformer(
         *smooth surrogate*; it does not certify a global optimum of the
         worst-case distortion. The surrogate is invariant under the map's
         overall scale except for the centring term, so one eigenvalue is small
-        but not negative.
+        but not negative. Central differences need the surrogate's curvature
+        to vary slowly on the scale of their step: at a degenerate map, where
+        a pair's ratio nearly vanishes (``distortion_`` near 1, such as
+        0.9998 for ``k = 1`` on 30 points of rank 3), the ``"derandomized"``
+        value depends on the step and means nothing.
     curvature_tol_ : float
         The curvature tolerance used (``curvature_tol``, or ``sqrt(tol)``).
     certified_ : bool
