@@ -485,11 +485,11 @@ class LearnedJLTransformer(
         factor = 1.0 / np.sqrt(centre) if np.isfinite(centre) else 1.0
         components = (span.extend(fit.W) + fit.complement) * factor
         self.components_ = components.astype(dtype, copy=False)
-        # transform centres the rows by the training mean first: distances do
-        # not see it, but a product of uncentred rows loses the digits their
-        # differences live in (float32 rows near 1e4 that differ by 1e-3
-        # embedded at distortion 0.98 against the fit's 0.55).
-        self.mean_ = np.asarray(X.mean(axis=0, dtype=np.float64)).ravel().astype(dtype)
+        # transform centres the rows by the training mean first (the span's):
+        # distances do not see it, but a product of uncentred rows loses the
+        # digits their differences live in (float32 rows near 1e4 that differ
+        # by 1e-3 embedded at distortion 0.98 against the fit's 0.55).
+        self.mean_ = span.mean.astype(dtype)
         self.n_components_ = self.components_.shape[0]
         self.distortion_ = fit.distortion
         self.initial_distortion_ = fit.initial_distortion

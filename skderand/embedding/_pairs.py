@@ -150,7 +150,7 @@ class _Span:
     matrix's memory. Otherwise ``factor`` and ``order`` are None (``coords``
     in the points' order). For sparse input ``gram`` is the coordinates' Gram matrix as
     sparse products with the rows (:class:`_SparseGram`; the dense one is
-    not kept); for dense input None.
+    not kept); for dense input None. ``mean`` is the rows' mean (float64).
 
     With ``max_spread`` (a fit that needs no principal directions: its
     solves all run on the embedded points, see
@@ -182,7 +182,8 @@ class _Span:
             Xc = np.ascontiguousarray(Xd, dtype=np.float64)
             # Distances do not depend on the origin; centring keeps the
             # Gram-matrix form of the squared distances accurate.
-            Xc = Xc - Xc.mean(axis=0)
+            self.mean = Xc.mean(axis=0)
+            Xc = Xc - self.mean
             scale = np.abs(Xc).max()
             if scale > 0:
                 Xc /= scale
@@ -202,7 +203,6 @@ class _Span:
         self.mean = np.asarray(self.X.mean(axis=0)).ravel()
         centred_gram = _SparseGram(self.X, self.mean)
         gram = centred_gram.dense()
-        gram_diagonal = gram.diagonal().copy()
         eps = max(n, d) * np.finfo(np.float64).eps
         large = n >= CHOLESKY_MIN_SAMPLES
         if large or max_spread is not None:
@@ -230,6 +230,7 @@ class _Span:
                     "Remove duplicate rows, or subsample the points.",
                 )
             gram = centred_gram.dense()
+        max_sq_norm = max(gram.diagonal().max(), 0.0)
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
         # eigenvector is needed, and there it is faster (1,500 x 1,500, one
         # BLAS thread: 0.43 s against 0.58 s).
@@ -245,7 +246,6 @@ class _Span:
         # pair differs by 1.6e-10 of the largest squared distance lost its one
         # direction, a pair of ratio 0.67 under the map went unseen, and
         # distortion_ read 0.2395 against the map's 0.3009.)
-        max_sq_norm = max(gram_diagonal.max(), 0.0)
         tol = min(max(lam[0], 0.0) * eps, COINCIDENT_RTOL * max_sq_norm / 4.0)
         rank = _centred_rank(lam, tol, n)
         lam, U = np.maximum(lam[:rank], np.finfo(np.float64).tiny), U[:, :rank]
