@@ -27,6 +27,7 @@ from skderand.embedding._pairs import (
     _Span,
     all_pairs,
 )
+from skderand.optimize import sosp_certificate
 
 # Fits at the final sharpness are not always certified within the default
 # max_iter; the estimator says so with a ConvergenceWarning, tested on its own in
@@ -305,33 +306,79 @@ def test_gradient_matches_finite_differences(cls, algorithm):
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
 
-def _direct_objective(cls, X, k, *, penalty):
-    """The direct map's surrogate of the centred ``X`` on all its pairs."""
+def _direct_objective(cls, X, k, *, penalty, derandomized=False):
+    """The direct map's (or derandomized) surrogate of the centred ``X``'s pairs."""
     X = X - X.mean(0)
     if cls is _PairObjective:
         rows, cols, d2 = all_pairs(X)
-        return cls(X, rows, cols, d2, k, derandomized=False, penalty=penalty)
-    return cls(X, 1e-12, k, derandomized=False, penalty=penalty)
+        return cls(X, rows, cols, d2, k, derandomized=derandomized, penalty=penalty)
+    return cls(X, 1e-12, k, derandomized=derandomized, penalty=penalty)
 
 
+@pytest.mark.parametrize("sigma", [None, 0.4, 0.0, -0.1])
 @pytest.mark.parametrize("beta", [7.0, 300.0])
 @pytest.mark.parametrize("cls", [_PairObjective, _GramObjective])
-def test_hessp_matches_finite_differences_of_the_gradient(cls, beta):
-    # The certificate's Lanczos runs on these exact products (direct map); at
-    # sharpness 300 most pairs' soft-max weights underflow and are skipped.
+def test_hessp_matches_finite_differences_of_the_gradient(cls, beta, sigma):
+    # The certificate's Lanczos runs on these exact products: of the direct map
+    # (sigma None), and of the derandomized surrogate in the map and in sigma
+    # (at sigma = 0 it is the direct one, and its second derivative in sigma
+    # still the log-normal terms'). At sharpness 300 most pairs' soft-max
+    # weights underflow and are skipped.
     rng = np.random.default_rng(2)
-    obj = _direct_objective(cls, rng.standard_normal((25, 6)), 3, penalty=0.3)
+    derandomized = sigma is not None
+    X = rng.standard_normal((25, 6))
+    obj = _direct_objective(cls, X, 3, penalty=0.3, derandomized=derandomized)
     obj.beta = beta
     z = 0.5 * rng.standard_normal(18)
-    for v in (rng.standard_normal(18), np.eye(18)[4]):
+    if derandomized:
+        z = np.append(z, sigma)
+    n = z.size
+    for v in (rng.standard_normal(n), np.eye(n)[4], np.eye(n)[-1]):
         exact = obj.hessp(z, v)
         h = 1e-5
         numeric = (obj(z + h * v)[1] - obj(z - h * v)[1]) / (2 * h)
         scale = np.abs(numeric).max()
         np.testing.assert_allclose(exact, numeric, rtol=0, atol=1e-6 * scale)
     # Symmetric: u . H v == v . H u.
-    u, v = rng.standard_normal((2, 18))
+    u, v = rng.standard_normal((2, n))
     assert u @ obj.hessp(z, v) == pytest.approx(v @ obj.hessp(z, u), rel=1e-9)
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 1e-5])
+def test_derandomized_certificate_is_exact_at_a_degenerate_map(sigma):
+    # k = 1 on 30 points of rank 3, the map nearly orthogonal to one pair's
+    # difference (that ratio 9e-9 of the largest): the surrogate's curvature
+    # varies on a scale far below the central differences' step eps^(1/3) |z|,
+    # which read -1.47e6 and -7.4e12 against the true -1.38e6 and -1.01e13
+    # (and the fits of such maps 68,091, 5.4 or 0.97 as the step shrank).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3)) @ rng.standard_normal((3, 50))
+    X -= X.mean(0)
+    rows, cols, d2 = all_pairs(X)
+    obj = _PairObjective(X, rows, cols, d2, 1, derandomized=True, penalty=0.1)
+    obj.beta = 1000.0
+    d = X[rows[0]] - X[cols[0]]
+    m = rng.standard_normal(50)
+    m -= (m @ d) / (d @ d) * d
+    m += 1e-4 * d / np.linalg.norm(d)
+    z = np.append(m / np.linalg.norm(m), sigma)
+    r = obj.ratios(z[:-1].reshape(1, -1))
+    assert r.min() < 1e-8 * r.max()
+    H = np.column_stack([obj.hessp(z, e) for e in np.eye(z.size)])
+    np.testing.assert_allclose(H, H.T, rtol=0, atol=1e-12 * np.abs(H).max())
+    # Central differences agree once their step is far below the pair's scale
+    # (measured: 2e-7 and 2e-9 relative at h = 1e-8).
+    v = rng.standard_normal(z.size)
+    h = 1e-8
+    numeric = (obj(z + h * v)[1] - obj(z - h * v)[1]) / (2 * h)
+    hv = obj.hessp(z, v)
+    assert np.linalg.norm(numeric - hv) <= 1e-5 * np.linalg.norm(hv)
+    # Lanczos on the exact products finds the smallest eigenvalue (51
+    # variables: the Krylov space is invariant within its 100 steps).
+    certificate = sosp_certificate(obj, z, hessp=obj.hessp, tol=1e-2)
+    smallest = np.linalg.eigvalsh(H)[0]
+    assert smallest < -1e5
+    assert certificate.min_hessian_eig == pytest.approx(smallest, rel=1e-8)
 
 
 def test_pair_and_gram_objectives_agree():

@@ -1197,10 +1197,9 @@ def certify_stage(
     """
     mark = pairs.mark()
     rank = pairs.X.shape[1]
-    # Exact Hessian-vector products for the direct map (one evaluation each,
-    # against two gradients for a central difference); the derandomized
-    # surrogate's go through central differences.
-    hessp = None if objective.derandomized else objective.hessp
+    # Exact Hessian-vector products (one evaluation each, against two gradients
+    # for a central difference, and no step: see _derandomized_hessp).
+    hessp = objective.hessp
 
     # Active pairs on every point of a span of n - 1 dimensions (see the
     # docstring).

@@ -268,17 +268,15 @@ class LearnedJLTransformer(
         embed (all points coincide): the surrogate is then constant.
     min_hessian_eig_ : float
         Certificate: smallest Hessian eigenvalue of the same surrogate there
-        (Lanczos, on exact Hessian-vector products for ``algorithm="direct"``
-        and on central differences of gradients for ``"derandomized"``). With
+        (Lanczos, on exact Hessian-vector products of the surrogate, in the
+        map and, for ``algorithm="derandomized"``, in its scale). With
         ``grad_norm_`` it certifies a second-order stationary point of the
         *smooth surrogate*; it does not certify a global optimum of the
         worst-case distortion. The surrogate is invariant under the map's
         overall scale except for the centring term, so one eigenvalue is small
-        but not negative. Central differences need the surrogate's curvature
-        to vary slowly on the scale of their step: at a degenerate map, where
-        a pair's ratio nearly vanishes (``distortion_`` near 1, such as
-        0.9998 for ``k = 1`` on 30 points of rank 3), the ``"derandomized"``
-        value depends on the step and means nothing.
+        but not negative. At a degenerate map, where a pair's ratio nearly
+        vanishes (``distortion_`` near 1), the surrogate's curvature can be
+        very large in magnitude; the products are exact there too.
     curvature_tol_ : float
         The curvature tolerance used (``curvature_tol``, or ``sqrt(tol)``).
     certified_ : bool
@@ -886,7 +884,7 @@ class LearnedJLTransformer(
                 certificate=sosp_certificate(
                     objective,
                     z_start,
-                    hessp=None if derandomized else objective.hessp,
+                    hessp=objective.hessp,
                     tol=self.tol,
                     curvature_tol=curvature_tol,
                     max_lanczos_iter=LANCZOS_ITER,
