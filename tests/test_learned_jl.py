@@ -18,7 +18,7 @@ from sklearn.random_projection import (
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active, _learned_jl, _pairs
+from skderand.embedding import _active, _distinct, _learned_jl, _pairs
 from skderand.embedding._learned_jl import _growth_exponent, _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -804,6 +804,95 @@ def test_duplicates_and_constant_features_give_finite_results():
     assert jl.distortion_ == pytest.approx(
         scale_free_distortion(X, jl.transform(X)), rel=1e-6
     )
+
+
+def _first_copies(dense):
+    """Brute force: the index of the first copy of each distinct row, in order."""
+    return np.array(
+        [
+            i
+            for i in range(dense.shape[0])
+            if not any(np.array_equal(dense[i], dense[j]) for j in range(i))
+        ]
+    )
+
+
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("layout", ["C", "F", "float32", "csr", "csc", "messy"])
+def test_distinct_rows_are_the_first_copies(layout, collide, monkeypatch):
+    # Exact copies, found by a hash of each row and an exact comparison of rows
+    # whose hashes agree (all of them when every hash collides). A sparse row
+    # stored with unsorted columns, a repeated entry or an explicit zero equals
+    # its canonical copy; the user's matrix is left as it was.
+    if collide:
+        monkeypatch.setattr(
+            _distinct, "_row_hashes", lambda X: np.zeros(X.shape[0], np.uint64)
+        )
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 6))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    X = X[rng.integers(0, 25, size=60)]  # copies of 25 rows at most
+    X[7] = 0.0  # an empty row, and its copy
+    X[30] = 0.0
+    expected = _first_copies(X)
+    if layout == "F":
+        X = np.asfortranarray(X)
+    elif layout == "float32":
+        X = X.astype(np.float32)
+    elif layout in ("csr", "csc"):
+        X = sparse.csr_matrix(X) if layout == "csr" else sparse.csc_matrix(X)
+    elif layout == "messy":
+        # Row 3 stored as (column 5, a zero in column 0, column 5 again).
+        X = sparse.csr_matrix(X)
+        row = X.getrow(3).toarray().ravel()
+        rows = [X[:3], None, X[4:]]
+        rows[1] = sparse.csr_matrix(
+            (
+                [row[5] / 2, 0.0, row[5] / 2] + list(row[:5][row[:5] != 0]),
+                [5, 0, 5] + list(np.flatnonzero(row[:5])),
+                [0, 3 + np.count_nonzero(row[:5])],
+            ),
+            shape=(1, 6),
+        )
+        X = sparse.vstack(rows, format="csr")
+        X.has_canonical_format = False
+    before = X.copy()
+    keep = _distinct.distinct_rows(X)
+    np.testing.assert_array_equal(keep, expected)
+    if sparse.issparse(X):
+        for name in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(X, name), getattr(before, name))
+    # No copy: None.
+    assert _distinct.distinct_rows(X[keep]) is None
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_copies_of_rows_do_not_change_the_fit(sparse_input, monkeypatch):
+    # A copy of a row adds no ratio: the fit with copies is the fit of the
+    # distinct rows (the same map and distortion), and reports the exact
+    # distortion of all the rows. Sparse rows of rank n - 1 once copies are
+    # left out keep the Cholesky factor (CHOLESKY_MIN_SAMPLES patched down) and
+    # the solves on embedded points; with the copies the span fell back to the
+    # principal directions of n - 2 dimensions. mean_ is the mean of all rows.
+    monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
+    monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
+    rng = np.random.default_rng(3)
+    X = sparse.random(120, 400, density=0.05, format="csr", random_state=3)
+    X.data = rng.exponential(size=X.nnz)
+    copies = sparse.vstack([X, X[[5, 9, 9, 40]]], format="csr")
+    copies = copies[rng.permutation(copies.shape[0])]
+    if not sparse_input:
+        X, copies = X.toarray(), copies.toarray()
+    distinct = copies[_distinct.distinct_rows(copies)]
+    fit = LearnedJLTransformer(5, random_state=0).fit(copies)
+    alone = LearnedJLTransformer(5, random_state=0).fit(distinct)
+    np.testing.assert_array_equal(fit.components_, alone.components_)
+    assert fit.distortion_ == alone.distortion_
+    dense = copies.toarray() if sparse_input else copies
+    assert fit.distortion_ == pytest.approx(
+        scale_free_distortion(dense, fit.transform(copies)), rel=1e-9
+    )
+    np.testing.assert_allclose(fit.mean_, dense.mean(axis=0), rtol=1e-12)
 
 
 def test_constant_data_does_not_produce_nan():
