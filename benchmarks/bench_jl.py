@@ -18,6 +18,7 @@ all-pairs distortion (blocked passes) against Gaussian projections and PCA.
 Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
 for the large rows only, ``--only digits`` for some data sets of the main table,
 ``--extras`` for the breast_cancer and ``"auto"`` rows, ``--sparse``, and
+``--sparse-copies`` for it with 15 rows copies of others,
 ``--sparse-large [NxD ...]`` for text-like sets of 5,000 x 20,000 or the sizes
 given, 100 non-zeros per row; ``--sparse-auto`` for ``n_components="auto"``
 on text-like 1,500 x 40,000 rows), so that each timed run stays short.
@@ -263,27 +264,42 @@ def smallest_k_gaussian(target=0.2):
     print(f"  PCA: k = {pca_k}")
 
 
-def text_like(n=1500, d=4000, density=0.01, seed=0):
-    """Sparse float32 counts-like matrix: 1 % non-zeros, exponential weights."""
+def text_like(n=1500, d=4000, density=0.01, seed=0, copies=0):
+    """Sparse float32 counts-like matrix: 1 % non-zeros, exponential weights.
+
+    With ``copies``, that many of the ``n`` rows are copies of others (as
+    repeated documents are), in random places.
+    """
+    rng = np.random.default_rng(seed)
     X = sparse.random(
-        n, d, density=density, format="csr", dtype=np.float32, random_state=seed
+        n - copies,
+        d,
+        density=density,
+        format="csr",
+        dtype=np.float32,
+        random_state=seed,
     )
-    X.data = np.random.default_rng(seed).exponential(size=X.nnz).astype(np.float32)
+    X.data = rng.exponential(size=X.nnz).astype(np.float32)
+    if copies:
+        X = sparse.vstack([X, X[rng.choice(n - copies, copies, replace=False)]])
+        X = X.tocsr()[rng.permutation(n)]
     return X
 
 
-def sparse_text(n=1500, d=4000, density=0.01, k=30, n_seeds=N_SEEDS, pca=True):
+def sparse_text(
+    n=1500, d=4000, density=0.01, k=30, n_seeds=N_SEEDS, pca=True, copies=0
+):
     """A text-like set (its span has rank n): fit time, split, exact distortions.
 
     The 1,500 x 4,000 row by default; ``pca=False`` for sets where a dense
-    SVD would outlast the fit (5,000 x 20,000 and more).
+    SVD would outlast the fit (5,000 x 20,000 and more); ``copies`` rows of
+    the ``n`` copies of others.
     """
     # The fit in a fresh process, for its peak memory (as the large rows).
+    make_data = ("text_like", (n, d, density, 0, copies))
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        t, peak_fit, peak_total, jl = pool.apply(
-            _fit_in_fresh_process, (("text_like", (n, d, density)), k)
-        )
-    X = text_like(n=n, d=d, density=density)
+        t, peak_fit, peak_total, jl = pool.apply(_fit_in_fresh_process, (make_data, k))
+    X = text_like(n, d, density, 0, copies)
     # The measurement (not the fit) goes block by block of pairs, through
     # sparse products.
     embeddings = [jl.transform(X)] + [
@@ -295,8 +311,10 @@ def sparse_text(n=1500, d=4000, density=0.01, k=30, n_seeds=N_SEEDS, pca=True):
     measured = blocked_distortions(X, embeddings)
     grp = measured[1 : 1 + n_seeds]
     d_pca = f"; PCA {measured[-1]:.3f}" if pca else ""
+    with_copies = f", {copies} of the rows copies of others" if copies else ""
     print(
-        f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32), "
+        f"\nsparse text-like {n}x{d} ({100 * density:g} % non-zeros, float32"
+        f"{with_copies}), "
         f"k={k}: learned {measured[0]:.3f} in {t:.1f} s, peak memory of the "
         f"fit {peak_fit:.0f} MiB above the data (process {peak_total:.0f} "
         f"MiB) ({split(jl, t)}); GRP median of {n_seeds} "
@@ -453,6 +471,11 @@ if __name__ == "__main__":
     )
     parser.add_argument("--sparse", action="store_true", help="the sparse row only")
     parser.add_argument(
+        "--sparse-copies",
+        action="store_true",
+        help="the sparse row with 15 of its 1500 rows copies of others only",
+    )
+    parser.add_argument(
         "--sparse-large",
         nargs="*",
         metavar="NxD",
@@ -489,9 +512,9 @@ if __name__ == "__main__":
         print(f"# {machine_conditions()}")
         sparse_text_auto()
         print(f"# at the end: {machine_conditions()}")
-    elif args.sparse:
+    elif args.sparse or args.sparse_copies:
         print(f"# {machine_conditions()}")
-        sparse_text()
+        sparse_text(copies=15 if args.sparse_copies else 0)
         print(f"# at the end: {machine_conditions()}")
     elif args.extras:
         print(f"# {machine_conditions()}")
