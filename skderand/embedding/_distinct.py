@@ -20,12 +20,15 @@ _ENTRY_MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def _entry_hashes(bits, columns):
-    """One wrapping 64-bit hash per entry, from its bits and its column."""
-    with np.errstate(over="ignore"):
-        mixed = bits.astype(np.uint64) ^ (columns.astype(np.uint64) * _COLUMN_MIX)
-        mixed *= _ENTRY_MIX
-        # A shift folds the high bits, which the products fill, into the low.
-        mixed ^= mixed >> np.uint64(31)
+    """One wrapping 64-bit hash per entry, from its bits and its column.
+
+    (Array arithmetic on unsigned integers wraps silently: no error state to
+    change.)
+    """
+    mixed = bits.astype(np.uint64) ^ (columns.astype(np.uint64) * _COLUMN_MIX)
+    mixed *= _ENTRY_MIX
+    # A shift folds the high bits, which the products fill, into the low.
+    mixed ^= mixed >> np.uint64(31)
     return mixed
 
 
@@ -39,19 +42,16 @@ def _row_hashes(X):
     n, d = X.shape
     if sparse.issparse(X):
         hashes = _entry_hashes(_unsigned(X.data), X.indices)
-        with np.errstate(over="ignore"):
-            sums = np.concatenate([[np.uint64(0)], np.cumsum(hashes, dtype=np.uint64)])
-            return sums[X.indptr[1:]] - sums[X.indptr[:-1]]
+        sums = np.concatenate([[np.uint64(0)], np.cumsum(hashes, dtype=np.uint64)])
+        return sums[X.indptr[1:]] - sums[X.indptr[:-1]]
     out = np.empty(n, dtype=np.uint64)
     columns = np.arange(d)
     # By blocks of rows: the entries' hashes take the memory of the block only.
     step = max(1, BLOCK_ELEMENTS // max(d, 1))
     for a in range(0, n, step):
         block = _unsigned(np.ascontiguousarray(X[a : a + step]))
-        with np.errstate(over="ignore"):
-            out[a : a + step] = _entry_hashes(block, columns[None, :]).sum(
-                axis=1, dtype=np.uint64
-            )
+        hashes = _entry_hashes(block, columns[None, :])
+        out[a : a + step] = hashes.sum(axis=1, dtype=np.uint64)
     return out
 
 
