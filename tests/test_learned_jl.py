@@ -872,8 +872,9 @@ def test_copies_of_rows_do_not_change_the_fit(sparse_input, monkeypatch):
     # distinct rows (the same map and distortion), and reports the exact
     # distortion of all the rows. Sparse rows of rank n - 1 once copies are
     # left out keep the Cholesky factor (CHOLESKY_MIN_SAMPLES patched down) and
-    # the solves on embedded points; with the copies the span fell back to the
-    # principal directions of n - 2 dimensions. mean_ is the mean of all rows.
+    # the solves on embedded points (with the copies in, the span used to fall
+    # back to principal directions of n - 2 dimensions and map solves). mean_
+    # is the mean of all rows.
     monkeypatch.setattr(_pairs, "SPARSE_DENSIFY_ELEMENTS", 0)
     monkeypatch.setattr(_pairs, "CHOLESKY_MIN_SAMPLES", 2)
     rng = np.random.default_rng(3)
@@ -882,7 +883,7 @@ def test_copies_of_rows_do_not_change_the_fit(sparse_input, monkeypatch):
     copies = sparse.vstack([X, X[[5, 9, 9, 40]]], format="csr")
     copies = copies[rng.permutation(copies.shape[0])]
     if not sparse_input:
-        X, copies = X.toarray(), copies.toarray()
+        copies = copies.toarray()
     distinct = copies[_distinct.distinct_rows(copies)]
     fit = LearnedJLTransformer(5, random_state=0).fit(copies)
     alone = LearnedJLTransformer(5, random_state=0).fit(distinct)
