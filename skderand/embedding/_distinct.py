@@ -77,11 +77,14 @@ def distinct_rows(X):
         return None
     if sparse.issparse(X):
         # Canonical rows (sorted column indices, no repeated or explicit zero
-        # entries), so that equal rows store equal arrays. On a copy: the
-        # user's matrix is not touched.
-        X = sparse.csr_array(X, copy=True)
-        X.sum_duplicates()
-        X.eliminate_zeros()
+        # entries), so that equal rows store equal arrays. CSR input usually
+        # is, and is read in place; otherwise a copy is made canonical (the
+        # user's matrix is not touched).
+        X = sparse.csr_array(X)
+        if not X.has_canonical_format or not X.data.all():
+            X = X.copy()
+            X.sum_duplicates()
+            X.eliminate_zeros()
     hashes = _row_hashes(X)
     order = np.argsort(hashes, kind="stable")
     sorted_hashes = hashes[order]
