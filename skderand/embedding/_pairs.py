@@ -1490,10 +1490,7 @@ class _PairObjective:
             q, diff = self._sq_dists(Y)
             r = self._floored_ratios(q)
             a, b, a_partials, b_partials = _lognormal_partials(r, sigma, self.k)
-            upper = self.beta * (a + 0.5 * self.beta * b)
-            lower = self.beta * (-a + 0.5 * self.beta * b)
-            _, pi_u, pi_l = _soft_extremes(upper, lower)
-            g_a = pi_u - pi_l + a.mean() / a.size
+            _, _, pi_u, pi_l, g_a = _lognormal_soft_extremes(a, b, self.beta)
             g_b = 0.5 * self.beta * (pi_u + pi_l)
             # The ratios' derivative (the gradient's pair weights before 2 / d2).
             G = g_a * a_partials[0] + g_b * b_partials[0]
@@ -1883,17 +1880,9 @@ def _surrogate(r, sigma, k, beta, penalty):
         value, d_r, _, _ = _direct_surrogate(r, beta)
         return value, d_r, 0.0
     s2 = sigma * sigma
-    mu = r + k * s2
-    var = 4.0 * s2 * r + 2.0 * k * s2 * s2
-    rho = var / (mu * mu)
-    v = np.log1p(rho)
-    mlog = np.log(mu) - 0.5 * v
-    upper = beta * (mlog + 0.5 * beta * v)
-    lower = beta * (-mlog + 0.5 * beta * v)
-    centre = mlog.mean()
-    lse, pi_u, pi_l = _soft_extremes(upper, lower)
+    mu, var, rho, v, mlog = _lognormal_moments(r, sigma, k)
+    lse, centre, pi_u, pi_l, dm = _lognormal_soft_extremes(mlog, v, beta)
     value = lse / beta + 0.5 * centre**2 + penalty * k * s2
-    dm = pi_u - pi_l + centre / mlog.size
     dv = 0.5 * beta * (pi_u + pi_l) - 0.5 * dm
     dv_drho = dv / (1.0 + rho)
     mu3 = mu * mu * mu
@@ -1910,6 +1899,35 @@ def _surrogate(r, sigma, k, beta, penalty):
     return value, d_r, d_sigma
 
 
+def _lognormal_moments(r, sigma, k):
+    """The log-normal moment match of the pairs' ratios ``r`` (floored) under
+    ``A = M + sigma E``: ``mu = r + k sigma^2``, ``var = 4 sigma^2 r + 2 k
+    sigma^4``, ``rho = var / mu^2``, ``v = log(1 + rho)`` and ``m = log mu - v
+    / 2`` (see :class:`_PairObjective`)."""
+    s2 = sigma * sigma
+    mu = r + k * s2
+    var = 4.0 * s2 * r + 2.0 * k * s2 * s2
+    rho = var / (mu * mu)
+    v = np.log1p(rho)
+    mlog = np.log(mu) - 0.5 * v
+    return mu, var, rho, v, mlog
+
+
+def _lognormal_soft_extremes(mlog, v, beta):
+    """The derandomized surrogate's two log-sum-exps from ``m`` and ``v``.
+
+    Returns ``LSE(upper) + LSE(lower)`` for ``upper = beta (m + beta v / 2)``
+    and ``lower = beta (-m + beta v / 2)``, the centre ``mean(m)``, both
+    soft-max weight vectors and the derivative in ``m`` (the soft-max terms'
+    and the centring term's) ``pi_u - pi_l + mean(m) / size``.
+    """
+    upper = beta * (mlog + 0.5 * beta * v)
+    lower = beta * (-mlog + 0.5 * beta * v)
+    centre = mlog.mean()
+    lse, pi_u, pi_l = _soft_extremes(upper, lower)
+    return lse, centre, pi_u, pi_l, pi_u - pi_l + centre / mlog.size
+
+
 def _lognormal_partials(r, sigma, k):
     """The pairs' log-normal parameters and their partial derivatives.
 
@@ -1923,8 +1941,7 @@ def _lognormal_partials(r, sigma, k):
     """
     r = np.maximum(r, 1e-300)
     s2 = sigma * sigma
-    mu = r + k * s2
-    var = 4.0 * s2 * r + 2.0 * k * s2 * s2
+    mu, var, rho, b, a = _lognormal_moments(r, sigma, k)
     # Partials of mu (mu_r = 1, mu_rr = mu_rs = 0) and of var (var_rr = 0).
     mu_s, mu_ss = 2.0 * k * sigma, 2.0 * k
     var_r = 4.0 * s2
@@ -1933,7 +1950,6 @@ def _lognormal_partials(r, sigma, k):
     mu2 = mu * mu
     mu3 = mu2 * mu
     mu4 = mu3 * mu
-    rho = var / mu2
     # The quotient rule twice for rho = var mu^-2.
     rho_r = var_r / mu2 - 2.0 * var / mu3
     rho_s = var_s / mu2 - 2.0 * var * mu_s / mu3
@@ -1945,12 +1961,10 @@ def _lognormal_partials(r, sigma, k):
         + 6.0 * var * mu_s * mu_s / mu4
     )
     w = 1.0 / (1.0 + rho)
-    b = np.log1p(rho)
     b_r, b_s = rho_r * w, rho_s * w
     b_rr = rho_rr * w - b_r * b_r
     b_rs = rho_rs * w - b_r * b_s
     b_ss = rho_ss * w - b_s * b_s
-    a = np.log(mu) - 0.5 * b
     a_r = 1.0 / mu - 0.5 * b_r
     a_s = mu_s / mu - 0.5 * b_s
     a_rr = -1.0 / mu2 - 0.5 * b_rr
