@@ -88,15 +88,13 @@ def distinct_rows(X):
     hashes = _row_hashes(X)
     order = np.argsort(hashes, kind="stable")
     sorted_hashes = hashes[order]
-    repeated = np.flatnonzero(sorted_hashes[1:] == sorted_hashes[:-1])
-    if repeated.size == 0:
+    first = np.concatenate([[True], sorted_hashes[1:] != sorted_hashes[:-1]])
+    if first.all():
         return None
     keep = np.ones(n, dtype=bool)
     # The runs of equal hashes: within each, rows (in their original order, as
     # the sort is stable) are compared with the distinct rows of the run so far.
-    starts = np.flatnonzero(
-        np.concatenate([[True], sorted_hashes[1:] != sorted_hashes[:-1]])
-    )
+    starts = np.flatnonzero(first)
     ends = np.append(starts[1:], n)
     runs = ends - starts >= 2
     for a, b in zip(starts[runs], ends[runs], strict=True):
