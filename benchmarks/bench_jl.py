@@ -211,34 +211,40 @@ def main(quick=False, only=None, extras=True):
     print(f"# at the end: {machine_conditions()}")
 
 
-def breast_cancer(k=8):
-    X = load_breast_cancer().data
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
+def standardized(X):
+    """Features centred and scaled to unit variance (the small extras' sets)."""
+    return (X - X.mean(axis=0)) / X.std(axis=0)
+
+
+def baselines(X, k):
+    """The median and best of the Gaussian projections and PCA, as printed."""
     grp, _, _ = random_projection_stats(GaussianRandomProjection, X, k)
     d_pca = distortion(X, exact_pca(k).fit_transform(X))
+    return f"GRP median {np.median(grp):.3f}, best {grp.min():.3f}; PCA {d_pca:.3f}"
+
+
+def breast_cancer(k=8):
+    X = standardized(load_breast_cancer().data)
+    jl, t = timed_fit(LearnedJLTransformer(k, random_state=0), X)
     print(
         f"\nbreast_cancer standardized 569x30, k={k}: learned "
         f"{distortion(X, jl.transform(X)):.3f} in {t:.1f} s ({split(jl, t)}); "
-        f"GRP median {np.median(grp):.3f}, best {grp.min():.3f}; PCA {d_pca:.3f}"
+        f"{baselines(X, k)}"
     )
 
 
 def linnerud(k=2, n_seeds=5):
     """A small set where fits from random maps ended above PCA's map (then fit
     again from it, see LearnedJLTransformer's Notes): seeds 0 to n_seeds - 1."""
-    X = load_linnerud().data
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X = standardized(load_linnerud().data)
     fits = [
         timed_fit(LearnedJLTransformer(k, random_state=s), X) for s in range(n_seeds)
     ]
     learned = " / ".join(f"{distortion(X, jl.transform(X)):.3f}" for jl, _ in fits)
-    grp, _, _ = random_projection_stats(GaussianRandomProjection, X, k)
-    d_pca = distortion(X, exact_pca(k).fit_transform(X))
     print(
         f"\nlinnerud standardized 20x3, k={k}: learned (seeds 0-{n_seeds - 1}) "
-        f"{learned}, at most {max(t for _, t in fits):.2f} s each; GRP median "
-        f"{np.median(grp):.3f}, best {grp.min():.3f}; PCA {d_pca:.3f}"
+        f"{learned}, at most {max(t for _, t in fits):.2f} s each; "
+        f"{baselines(X, k)}"
     )
 
 
