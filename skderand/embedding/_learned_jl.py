@@ -593,14 +593,18 @@ class LearnedJLTransformer(
         rank = pairs.X.shape[1]
         pairs.reset(k)
         derandomized = self.algorithm == "derandomized"
+        # Drawn from PCA's map too: the generator's later draws stay those of
+        # the random start's fit.
         start = rng.standard_normal((k, self.n_features_in_)) / np.sqrt(k)
-        # M is the map restricted to the span, in the basis' coordinates; the
-        # start's action on the orthogonal complement is kept for new points.
-        M = span.restrict(start)
-        complement = start - span.extend(M)
         if from_pca:
             M = np.eye(k, rank)
             complement = np.zeros_like(start)
+        else:
+            # M is the map restricted to the span, in the basis' coordinates;
+            # the start's action on the orthogonal complement is kept for new
+            # points.
+            M = span.restrict(start)
+            complement = start - span.extend(M)
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
