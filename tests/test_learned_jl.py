@@ -135,6 +135,40 @@ def test_never_worse_than_pca_on_the_training_pairs(k, algorithm, monkeypatch):
     assert max(jl.distortion_ for jl in alone) > pca
 
 
+@pytest.mark.parametrize("algorithm", ["direct", "derandomized"])
+def test_auto_tries_pcas_map_for_a_failing_candidate(algorithm, monkeypatch):
+    # Linnerud, eps = 0.7: from their random maps the k = 2 fits end above eps
+    # (seeds 0-2: 0.941 / 0.884 / 0.941 direct, 0.941 / 0.783 / 0.934
+    # derandomized), from PCA's map at 0.644; k = 1 cannot reach it (above
+    # 0.99), k = 3 is the rank (an isometry).
+    X = load_linnerud().data
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    eps = 0.7
+
+    def search(seed):
+        return LearnedJLTransformer(
+            "auto", eps=eps, algorithm=algorithm, random_state=seed
+        ).fit(X)
+
+    for seed in range(3):
+        jl = search(seed)
+        assert jl.n_components_ == 2
+        assert jl.distortion_ <= eps
+        measured = scale_free_distortion(X, jl.transform(X))
+        assert measured == pytest.approx(jl.distortion_, rel=1e-9)
+        assert jl.certified_
+        # The random start's distortion, as for the fixed dimension.
+        fixed = LearnedJLTransformer(2, algorithm=algorithm, random_state=seed)
+        assert jl.initial_distortion_ == fixed.fit(X).initial_distortion_
+    # Without PCA's map the search returns the rank for some seed.
+    monkeypatch.setattr(
+        LearnedJLTransformer,
+        "_no_worse_than_pca",
+        lambda self, span, pairs, fit, seed, curvature_tol, **search: fit,
+    )
+    assert max(search(seed).n_components_ for seed in range(3)) == 3
+
+
 def test_distortion_is_the_calibrated_two_sided_bound():
     X = make_data("gaussian", 3)
     jl = LearnedJLTransformer(8, random_state=0).fit(X)
