@@ -326,32 +326,29 @@ def _refine_small_directions(X, mean, U, tol):
     Returns ``dual`` (n, m') with ``B = Xc^T dual`` and the coordinates ``Xc
     B`` (n, m'), largest variance first, for the ``m'`` directions whose ``mu``
     stays above the span's cut ``tol``. ``B0`` is formed by blocks of columns
-    of ``X`` (``BLOCK_ELEMENTS`` numbers at a time), never whole.
+    of ``X`` (``BLOCK_ELEMENTS`` numbers at a time), never whole, and once:
+    the same pass sums ``Xc B0`` block by block, and the coordinates are
+    ``(Xc B0) Q mu^(-1/2)``.
     """
     n, d = X.shape
     m = U.shape[1]
     columns = sparse.csc_array(X)
     width = max(1, BLOCK_ELEMENTS // m)
-    blocks = [(a, min(a + width, d)) for a in range(0, d, width)]
     weights = U.sum(axis=0)
-
-    def block_of_B0(a, b):
-        return columns[:, a:b].T @ U - np.outer(mean[a:b], weights)
-
     M = np.zeros((m, m))
-    for a, b in blocks:
-        B0 = block_of_B0(a, b)
+    coords = np.zeros((n, m))
+    shift = np.zeros(m)
+    for a in range(0, d, width):
+        b = min(a + width, d)
+        block = columns[:, a:b]
+        B0 = block.T @ U - np.outer(mean[a:b], weights)
         M += B0.T @ B0
+        coords += block @ B0
+        shift += mean[a:b] @ B0
     mu, Q = linalg.eigh(M, check_finite=False)
     keep = mu > tol
     R = Q[:, keep][:, ::-1] / np.sqrt(mu[keep][::-1])
-    coords = np.zeros((n, R.shape[1]))
-    shift = np.zeros(R.shape[1])
-    for a, b in blocks:
-        B = block_of_B0(a, b) @ R
-        coords += columns[:, a:b] @ B
-        shift += mean[a:b] @ B
-    return U @ R, coords - shift
+    return U @ R, (coords - shift) @ R
 
 
 class _SparseGram:
