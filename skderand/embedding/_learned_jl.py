@@ -317,10 +317,10 @@ class LearnedJLTransformer(
     start ends above PCA's map of the same dimension (small sets at very low
     ``n_components``), it runs again from that map and keeps the better; so
     does a candidate of ``n_components="auto"`` that fails in its final
-    stage. This needs the principal directions, which the fit does not form for sparse
-    input of 2,000 rows or more of full rank, nor when it solves on the
-    embedded points of a near-isotropic span (there PCA is about as bad as a
-    random projection).
+    stage. This needs the principal directions, which the fit does not form
+    for sparse input of 2,000 rows or more of full rank, nor when it solves on
+    the embedded points of a near-isotropic span (there PCA is about as bad as
+    a random projection).
 
     The Johnson-Lindenstrauss lemma [2]_ guarantees distortion ``eps`` at
     ``k = O(log(n) / eps**2)`` for a random map, and Larsen and Nelson [3]_
