@@ -233,9 +233,11 @@ def breast_cancer(k=8):
     )
 
 
-def linnerud(k=2, n_seeds=5):
+def linnerud(k=2, n_seeds=5, eps=0.7):
     """A small set where fits from random maps ended above PCA's map (then fit
-    again from it, see LearnedJLTransformer's Notes): seeds 0 to n_seeds - 1."""
+    again from it, see LearnedJLTransformer's Notes): seeds 0 to n_seeds - 1.
+    Also the dimension search at ``eps``, which tries PCA's map for a failing
+    candidate too, against the smallest dimension of PCA's map reaching it."""
     X = standardized(load_linnerud().data)
     fits = [
         timed_fit(LearnedJLTransformer(k, random_state=s), X) for s in range(n_seeds)
@@ -245,6 +247,17 @@ def linnerud(k=2, n_seeds=5):
         f"\nlinnerud standardized 20x3, k={k}: learned (seeds 0-{n_seeds - 1}) "
         f"{learned}, at most {max(t for _, t in fits):.2f} s each; "
         f"{baselines(X, k)}"
+    )
+    searches = [
+        LearnedJLTransformer(eps=eps, random_state=s).fit(X) for s in range(n_seeds)
+    ]
+    pca_k = smallest_dimension(
+        lambda j: distortion(X, exact_pca(j).fit_transform(X)), eps, min(X.shape)
+    )
+    print(
+        f"  n_components='auto', eps={eps}: k = "
+        + " / ".join(f"{jl.n_components_} ({jl.distortion_:.3f})" for jl in searches)
+        + f"; PCA: k = {pca_k}"
     )
 
 
