@@ -251,13 +251,10 @@ def linnerud(k=2, n_seeds=5, eps=0.7):
     searches = [
         LearnedJLTransformer(eps=eps, random_state=s).fit(X) for s in range(n_seeds)
     ]
-    pca_k = smallest_dimension(
-        lambda j: distortion(X, exact_pca(j).fit_transform(X)), eps, min(X.shape)
-    )
     print(
         f"  n_components='auto', eps={eps}: k = "
         + " / ".join(f"{jl.n_components_} ({jl.distortion_:.3f})" for jl in searches)
-        + f"; PCA: k = {pca_k}"
+        + f"; PCA: k = {pca_dimension(X, eps)}"
     )
 
 
@@ -274,6 +271,13 @@ def smallest_dimension(score, target, k_max):
         else:
             lo = mid
     return hi
+
+
+def pca_dimension(X, target):
+    """Smallest dimension whose PCA map reaches distortion ``target`` on ``X``."""
+    return smallest_dimension(
+        lambda k: distortion(X, exact_pca(k).fit_transform(X)), target, min(X.shape)
+    )
 
 
 def smallest_k_gaussian(target=0.2):
@@ -296,10 +300,7 @@ def smallest_k_gaussian(target=0.2):
     srp_k = smallest_dimension(srp_median, target, X.shape[1])
     print(f"  GaussianRandomProjection (median of 20): k = {grp_k}")
     print(f"  SparseRandomProjection (median of 20): k = {srp_k}")
-    pca_k = smallest_dimension(
-        lambda k: distortion(X, exact_pca(k).fit_transform(X)), target, min(X.shape)
-    )
-    print(f"  PCA: k = {pca_k}")
+    print(f"  PCA: k = {pca_dimension(X, target)}")
 
 
 def text_like(n=1500, d=4000, density=0.01, seed=0, copies=0):
