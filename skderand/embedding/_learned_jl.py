@@ -557,6 +557,7 @@ class LearnedJLTransformer(
         give_up_above=(),
         decide_at=None,
         from_pca=False,
+        initial_distortion=None,
     ):
         """Learn a ``k``-dimensional map: the sharpness stages, then the polish.
 
@@ -580,6 +581,8 @@ class LearnedJLTransformer(
         With ``from_pca`` the stages start from PCA's map (see
         :meth:`_no_worse_than_pca`) instead of the random one: the span's
         first ``k`` principal coordinates, nothing off the span.
+        ``initial_distortion`` is then the random start's, which the fit and
+        every fit it leads to (through ``pending``) report as theirs.
         """
         # The span is in memory by now: the check is of what this dimension
         # adds to it (the only check of the dimension search's later
@@ -610,7 +613,11 @@ class LearnedJLTransformer(
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
         betas = self._sharpness_stages()
-        best = _Fit(M, complement, initial, r_min, r_max, sigma, initial, 0, None)
+        if initial_distortion is None:
+            initial_distortion = initial
+        best = _Fit(
+            M, complement, initial, r_min, r_max, sigma, initial_distortion, 0, None
+        )
         if not np.isfinite(r_min):
             # No pair to embed: the surrogate is identically zero.
             return best
@@ -688,12 +695,19 @@ class LearnedJLTransformer(
                 flush=True,
             )
         again = self._fit_dimension(
-            span, pairs, k, seed, curvature_tol, from_pca=True, **search
+            span,
+            pairs,
+            k,
+            seed,
+            curvature_tol,
+            from_pca=True,
+            initial_distortion=fit.initial_distortion,
+            **search,
         )
         n_iter = fit.n_iter + again.n_iter
         if again.distortion >= fit.distortion:
             return fit._replace(n_iter=n_iter)
-        return again._replace(initial_distortion=fit.initial_distortion, n_iter=n_iter)
+        return again._replace(n_iter=n_iter)
 
     def _sharpness_stages(self):
         """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
@@ -1081,11 +1095,7 @@ class LearnedJLTransformer(
                 lo = mid
         fit = fit_k(hi)
         if fit.pending is not None:
-            # The random start's initial distortion, also for a candidate run
-            # from PCA's map (whose pending fit starts from that map).
-            fit = self._finish(pairs, fit, curvature_tol)._replace(
-                initial_distortion=fit.initial_distortion
-            )
+            fit = self._finish(pairs, fit, curvature_tol)
         return fit
 
     def transform(self, X):
