@@ -87,6 +87,12 @@ def make_data(name, seed):
     raise ValueError(name)
 
 
+def standardized_linnerud():
+    """The linnerud set: 20 points, 3 features centred and scaled to unit variance."""
+    X = load_linnerud().data
+    return (X - X.mean(axis=0)) / X.std(axis=0)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("name", ["gaussian", "digits", "low_rank", "unit_uniform"])
 def test_beats_random_projections_and_its_start(name, seed):
@@ -107,8 +113,7 @@ def test_never_worse_than_pca_on_the_training_pairs(k, algorithm, monkeypatch):
     # 0.941 / 0.884 / 0.941 direct, 0.941 / 0.783 / 0.934 derandomized,
     # against 0.776; at k = 1 0.9994 direct, 0.9990 derandomized, seed 2,
     # against 0.9988); the fit then runs again from PCA's map.
-    X = load_linnerud().data
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X = standardized_linnerud()
     pca = scale_free_distortion(X, PCA(k, svd_solver="full").fit_transform(X))
     fits = [
         LearnedJLTransformer(k, algorithm=algorithm, random_state=seed).fit(X)
@@ -141,8 +146,7 @@ def test_auto_tries_pcas_map_for_a_failing_candidate(algorithm, monkeypatch):
     # (seeds 0-2: 0.941 / 0.884 / 0.941 direct, 0.941 / 0.783 / 0.934
     # derandomized), from PCA's map at 0.644; k = 1 cannot reach it (above
     # 0.99), k = 3 is the rank (an isometry).
-    X = load_linnerud().data
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X = standardized_linnerud()
     eps = 0.7
 
     def search(seed):
