@@ -1011,15 +1011,16 @@ EMBEDDED_MIN_RANK = 256
 EMBEDDED_MEMORY = 10
 # Rounds per stage there: MAX_ROUNDS * sqrt(beta / EMBEDDED_ROUNDS_BETA) within
 # EMBEDDED_ROUNDS (4 / 5 / 10 / 20 for the default stages). The rounds being
-# cheap, they go where the extremes still move, at high sharpness; a fixed
-# 10 per stage gave 0.4090 / 0.3987 / 0.4021 (seeds 0 / 1 / 2, L-BFGS-B), a
-# fixed 20 0.3829 / 0.3837 / 0.3782 in twice the time. Longer earlier stages
-# (62.5: 5 / 10 / 20 rounds) let the final stage converge: 0.3587 / 0.3595 /
-# 0.3586, certified, against 0.3681 / 0.3667 / 0.3666, but in 13-35 % more
-# time, as the final stage still spends 930-1,000 iterations, on up to 70,000
-# active pairs instead of 58,000 (alone, one BLAS thread). A per-point
-# diagonal preconditioner of those solves (each point's summed pair curvature,
-# floored at 0.01-1 times the mean) ended at 0.374-0.406, on seeds 0 / 1.
+# cheap, they go where the extremes still move, at high sharpness; a fixed 10
+# per stage gave 0.4090 / 0.3987 / 0.4021 (seeds 0 / 1 / 2, L-BFGS-B), a fixed
+# 20 0.3829 / 0.3837 / 0.3782 in twice the time (the sparse text-like set, 1,500
+# x 4,000, k = 30). Longer earlier stages (62.5: 5 / 10 / 20 rounds) let its
+# final stage converge: 0.3587 / 0.3595 / 0.3586, certified, against 0.3681 /
+# 0.3667 / 0.3666, but in 13-35 % more time, as the final stage still spends
+# 930-1,000 iterations, on up to 70,000 active pairs instead of 58,000 (alone,
+# one BLAS thread). A per-point diagonal preconditioner of those solves (each
+# point's summed pair curvature, floored at 0.01-1 times the mean) ended at
+# 0.374-0.406, on seeds 0 / 1.
 EMBEDDED_ROUNDS_BETA = 250.0
 EMBEDDED_ROUNDS = (4, 2 * MAX_ROUNDS)
 # Iterations of their shortest round: the active set catches up with the
