@@ -102,10 +102,11 @@ SATURATED_ROUND_ITER = 20
 # evaluation (_GramObjective._direct) stays float64: in float32 (its products,
 # log-ratios and weights) an evaluation of Gaussian 300 x 1000, k = 20 took
 # 1.20 against 1.58 ms (a machine 1.6x slower than the benchmark's), and the
-# fits moved within seed noise (below this sharpness, seeds 0 / 1 / 2: 0.32087 /
+# fits moved by at most 0.6 % (below this sharpness, seeds 0 / 1 / 2: 0.32087 /
 # 0.32035 / 0.32099 in 619 / 593 / 653 iterations against 0.32137 / 0.32032 /
-# 0.32133 in 547 / 658 / 602; k = 40 seeds 0 / 1: 0.18237 / 0.18164 against
-# 0.18144 / 0.18083): about 10 % of a fit, not the 2x its time target asks.
+# 0.32133 in 547 / 658 / 602; k = 40 seeds 0 / 1, higher on both: 0.18237 /
+# 0.18164 against 0.18144 / 0.18083): at most about 10 % of a fit (stages 1-2
+# are 322 of k = 20's 547 iterations), not the 2x its time target asks.
 FLOAT32_MAX_SHARPNESS = 100.0
 # Every pair is active below this many pairs per variable (see reset).
 COMPLETE_PER_VARIABLE = 20
