@@ -140,6 +140,48 @@ def test_never_worse_than_pca_on_the_training_pairs(k, algorithm, monkeypatch):
     assert max(jl.distortion_ for jl in alone) > pca
 
 
+def test_n_init_keeps_the_lowest_distortion_of_its_starts():
+    # Gaussian 80 x 20, k = 5: the starts end in different local minimax
+    # points (0.7412-0.7554), the lowest from the second start.
+    X = np.random.RandomState(0).standard_normal((80, 20))
+    # Fits that each draw their start from one shared generator draw the
+    # starts of n_init from the same random_state, in the same order.
+    starts = np.random.RandomState(0)
+    alone = [LearnedJLTransformer(5, random_state=starts).fit(X) for _ in range(4)]
+    distortions = [jl.distortion_ for jl in alone]
+    assert max(distortions) > min(distortions) * 1.005
+    best = LearnedJLTransformer(5, n_init=4, random_state=0).fit(X)
+    lowest = alone[int(np.argmin(distortions))]
+    assert best.distortion_ == lowest.distortion_ == min(distortions)
+    np.testing.assert_array_equal(best.components_, lowest.components_)
+    assert best.initial_distortion_ == lowest.initial_distortion_
+    assert best.n_iter_ == lowest.n_iter_
+    measured = scale_free_distortion(X, best.transform(X))
+    assert measured == pytest.approx(best.distortion_, rel=1e-9)
+    # The first start is the n_init=1 fit: more starts never raise the result.
+    one = LearnedJLTransformer(5, random_state=0).fit(X)
+    np.testing.assert_array_equal(one.components_, alone[0].components_)
+    assert best.distortion_ < one.distortion_
+
+
+def test_n_init_with_auto_fits_the_dimension_its_first_start_found():
+    # The same Gaussian set, eps = 0.6: the search finds k = 7 (at 0.5565),
+    # and a later start at k = 7 ends lower (0.5499).
+    X = np.random.RandomState(0).standard_normal((80, 20))
+    eps = 0.6
+    starts = np.random.RandomState(0)
+    first = LearnedJLTransformer(eps=eps, random_state=starts).fit(X)
+    k = first.n_components_
+    assert k < X.shape[1]
+    later = [LearnedJLTransformer(k, random_state=starts).fit(X) for _ in range(2)]
+    best = LearnedJLTransformer(eps=eps, n_init=3, random_state=0).fit(X)
+    assert best.n_components_ == k
+    assert best.distortion_ == min(jl.distortion_ for jl in [first, *later])
+    assert best.distortion_ < first.distortion_ <= eps
+    measured = scale_free_distortion(X, best.transform(X))
+    assert measured == pytest.approx(best.distortion_, rel=1e-9)
+
+
 @pytest.mark.parametrize("algorithm", ["direct", "derandomized"])
 def test_auto_tries_pcas_map_for_a_failing_candidate(algorithm, monkeypatch):
     # Linnerud, eps = 0.7: from their random maps the k = 2 fits end above eps

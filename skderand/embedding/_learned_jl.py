@@ -18,7 +18,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from skderand._memory import check_fits_in_memory
-from skderand._random import draw_seeds
+from skderand._random import check_random_state, draw_seeds
 from skderand._sklearn_compat import (
     Interval,
     StrOptions,
@@ -223,8 +223,17 @@ class LearnedJLTransformer(
     compute_inverse_components : bool, default=False
         Compute and store the pseudo-inverse of ``components_`` in fit, as
         ``inverse_components_``; otherwise :meth:`inverse_transform` computes it.
+    n_init : int, default=1
+        Number of fits from different random starts; the map with the lowest
+        ``distortion_`` is kept (as :class:`~sklearn.manifold.MDS` keeps the
+        lowest stress). The fit finds a local minimax and starts end in
+        different basins (digits, ``k = 10``: 0.640-0.662 over seeds 0-7), so
+        ``n_init`` starts buy a lower worst case for ``n_init`` times the time.
+        The first start is the one ``n_init=1`` fits, so more starts never
+        raise ``distortion_``. With ``n_components="auto"`` the first start
+        searches the dimension and the others fit the dimension it found.
     random_state : int, RandomState instance or None, default=None
-        Seeds the starting Gaussian projection, the sampled pairs and the
+        Seeds the starting Gaussian projections, the sampled pairs and the
         certificate's Lanczos vectors. Pass an int for reproducible output;
         ``None`` seeds from the operating system on every fit (numpy's global
         generator is never drawn from).
@@ -251,7 +260,7 @@ class LearnedJLTransformer(
         scale-free ``(r_max - r_min) / (r_max + r_min)``: every training pair
         satisfies the ``(1 +- distortion_)`` bound on squared distances.
     initial_distortion_ : float
-        The same for the random Gaussian projection the fit starts from (when
+        The same for the random Gaussian projection the kept fit started from (when
         ``n_components_`` is at least the rank of the centred data, the fit
         starts from an exact isometry of their span instead).
     scale_ : float
@@ -259,8 +268,8 @@ class LearnedJLTransformer(
         of ``components_`` (0 for ``algorithm="direct"``). ``n_components_ *
         scale_**2`` is the noise's share of the expected squared-distance ratio.
     n_iter_ : int
-        Solver iterations over all stages (at least 1; 0 when there is no pair
-        to embed).
+        Solver iterations over all stages of the kept fit (at least 1; 0 when
+        there is no pair to embed).
     grad_norm_ : float
         Certificate: gradient norm of the final stage's surrogate (its sharpness
         and its active set of pairs) at the stage's end point, the point the
@@ -369,6 +378,7 @@ class LearnedJLTransformer(
         "curvature_tol": [Interval(Real, 0, None, closed="left"), None],
         "polish": ["boolean"],
         "compute_inverse_components": ["boolean"],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -388,6 +398,7 @@ class LearnedJLTransformer(
         curvature_tol=None,
         polish=True,
         compute_inverse_components=False,
+        n_init=1,
         random_state=None,
         verbose=0,
     ):
@@ -403,6 +414,7 @@ class LearnedJLTransformer(
         self.curvature_tol = curvature_tol
         self.polish = polish
         self.compute_inverse_components = compute_inverse_components
+        self.n_init = n_init
         self.random_state = random_state
         self.verbose = verbose
 
@@ -436,7 +448,10 @@ class LearnedJLTransformer(
                 DataDimensionalityWarning,
                 stacklevel=3,
             )
-        seed = draw_seeds(self.random_state)
+        # One generator for all starts: the first start's seed is the one a
+        # fit with n_init=1 draws, so more starts can only lower distortion_.
+        random_state = check_random_state(self.random_state)
+        seeds = [draw_seeds(random_state) for _ in range(self.n_init)]
         # A copy of a row has no ratio with it, and the same ratio as the row
         # with every other point: the worst case over pairs is that of the
         # distinct rows, and the fit sees those alone. (A copy also leaves the
@@ -496,12 +511,26 @@ class LearnedJLTransformer(
                 gram=span.gram,
                 factor=span.factor,
             )
-            if self.n_components == "auto":
-                fit = self._search_dimension(span, pairs, seed, curvature_tol)
-            else:
-                fit = self._fit_dimension(
-                    span, pairs, self.n_components, seed, curvature_tol
-                )
+            fit, seed = None, None
+            for start, start_seed in enumerate(seeds):
+                if fit is None and self.n_components == "auto":
+                    candidate = self._search_dimension(
+                        span, pairs, start_seed, curvature_tol
+                    )
+                else:
+                    # Later starts fit the dimension the first one found.
+                    k = self.n_components if fit is None else fit.W.shape[0]
+                    candidate = self._fit_dimension(
+                        span, pairs, k, start_seed, curvature_tol
+                    )
+                if self.verbose and self.n_init > 1:
+                    print(
+                        f"[LearnedJLTransformer] start {start + 1} of {self.n_init}: "
+                        f"distortion {candidate.distortion:.4f}",
+                        flush=True,
+                    )
+                if fit is None or candidate.distortion < fit.distortion:
+                    fit, seed = candidate, start_seed
             fit = self._no_worse_than_pca(span, pairs, fit, seed, curvature_tol)
 
         # Calibrate: ratios centred at 1, so the scale-free distortion is the
