@@ -144,8 +144,8 @@ def test_n_init_keeps_the_lowest_distortion_of_its_starts():
     # Gaussian 80 x 20, k = 5: the starts end in different local minimax
     # points (0.7412-0.7554), the lowest from the second start.
     X = np.random.RandomState(0).standard_normal((80, 20))
-    # Fits that each draw their start from one shared generator draw the
-    # starts of n_init from the same random_state, in the same order.
+    # Four fits drawing their seeds one after another from one RandomState(0)
+    # start where the four starts of n_init=4, random_state=0 do, in order.
     starts = np.random.RandomState(0)
     alone = [LearnedJLTransformer(5, random_state=starts).fit(X) for _ in range(4)]
     distortions = [jl.distortion_ for jl in alone]
