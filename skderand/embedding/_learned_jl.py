@@ -511,25 +511,26 @@ class LearnedJLTransformer(
                 gram=span.gram,
                 factor=span.factor,
             )
-            fit, seed = None, None
-            for start, start_seed in enumerate(seeds):
-                if fit is None and self.n_components == "auto":
-                    candidate = self._search_dimension(
-                        span, pairs, start_seed, curvature_tol
-                    )
-                else:
-                    # Later starts fit the dimension the first one found.
-                    k = self.n_components if fit is None else fit.W.shape[0]
-                    candidate = self._fit_dimension(
-                        span, pairs, k, start_seed, curvature_tol
-                    )
-                if self.verbose and self.n_init > 1:
+            seed = seeds[0]
+            if self.n_components == "auto":
+                fit = self._search_dimension(span, pairs, seed, curvature_tol)
+            else:
+                fit = self._fit_dimension(
+                    span, pairs, self.n_components, seed, curvature_tol
+                )
+            # Later starts fit the dimension the first one found.
+            for start, start_seed in enumerate(seeds[1:], start=2):
+                candidate = self._fit_dimension(
+                    span, pairs, fit.W.shape[0], start_seed, curvature_tol
+                )
+                if self.verbose:
                     print(
-                        f"[LearnedJLTransformer] start {start + 1} of {self.n_init}: "
-                        f"distortion {candidate.distortion:.4f}",
+                        f"[LearnedJLTransformer] start {start} of {self.n_init}: "
+                        f"distortion {candidate.distortion:.4f} (lowest before "
+                        f"it {fit.distortion:.4f})",
                         flush=True,
                     )
-                if fit is None or candidate.distortion < fit.distortion:
+                if candidate.distortion < fit.distortion:
                     fit, seed = candidate, start_seed
             fit = self._no_worse_than_pca(span, pairs, fit, seed, curvature_tol)
 
