@@ -1,6 +1,7 @@
 """Tests of LearnedJLTransformer: the mathematics of the embedding, then the API."""
 
 import re
+import threading
 import warnings
 from typing import NamedTuple
 
@@ -180,6 +181,46 @@ def test_n_init_with_auto_fits_the_dimension_its_first_start_found():
     assert best.distortion_ < first.distortion_ <= eps
     measured = scale_free_distortion(X, best.transform(X))
     assert measured == pytest.approx(best.distortion_, rel=1e-9)
+
+
+def test_n_jobs_runs_the_starts_side_by_side_on_their_own_active_sets(monkeypatch):
+    # 150 points in 8 dimensions: 11,175 pairs, more than the working set, so
+    # each start runs active-set rounds and blocked passes, whose state (the
+    # active set, the last pass's bounds) must not pass from one start to
+    # another. Three fits drawing their seeds from one RandomState(0) are the
+    # three starts; the kept map is the lowest of them, bit for bit, whether
+    # the starts run one after another or two at a time.
+    X = np.random.RandomState(1).standard_normal((150, 8))
+    starts = np.random.RandomState(0)
+    alone = [LearnedJLTransformer(3, random_state=starts).fit(X) for _ in range(3)]
+    assert alone[0]._fit_stats["max_active"] < 150 * 149 // 2
+    lowest = min(alone, key=lambda jl: jl.distortion_)
+    serial = LearnedJLTransformer(3, n_init=3, n_jobs=1, random_state=0).fit(X)
+    np.testing.assert_array_equal(serial.components_, lowest.components_)
+    assert serial.distortion_ == lowest.distortion_
+
+    # Two starts at a time: each waits at a barrier for another (a serial
+    # run would break it), and the map is the same.
+    barrier = threading.Barrier(2, timeout=60)
+    threads = []
+    one_start = LearnedJLTransformer._one_start
+
+    def one_start_in_pairs(self, *args):
+        threads.append(threading.get_ident())
+        if len(threads) <= 2:
+            barrier.wait()  # BrokenBarrierError unless another start runs too
+        return one_start(self, *args)
+
+    monkeypatch.setattr(LearnedJLTransformer, "_one_start", one_start_in_pairs)
+    parallel = LearnedJLTransformer(3, n_init=3, n_jobs=2, random_state=0).fit(X)
+    assert len(threads) == 3 and len(set(threads)) == 2
+    np.testing.assert_array_equal(parallel.components_, serial.components_)
+    assert parallel.distortion_ == serial.distortion_
+    assert parallel.n_iter_ == serial.n_iter_
+    # The time split counts every start's passes.
+    assert parallel._fit_stats["n_scans"] == sum(
+        jl._fit_stats["n_scans"] for jl in alone
+    )
 
 
 @pytest.mark.parametrize("algorithm", ["direct", "derandomized"])

@@ -13,6 +13,7 @@ Private helpers of :class:`~skderand.embedding.LearnedJLTransformer`:
 Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pairs.
 """
 
+import copy
 import time
 
 import numpy as np
@@ -251,6 +252,24 @@ class _ActivePairs:
         else:
             self.rows = self.cols = np.empty(0, dtype=np.intp)
             self.d2 = np.empty(0)
+
+    def for_another_start(self):
+        """A copy on which another start of the fit can run beside this one.
+
+        It shares the data and what is derived from them alone (the stored
+        distances of the blocked passes, the list of all pairs, the Gram
+        matrix), which no fit writes to (its attributes are rebound, never
+        written in place), and has its own caches of the last map and time
+        split; a fit (see ``reset``) then gives it its own active set. A fit
+        on it follows the path it would follow on this object in the state
+        it has now, whatever runs on either meanwhile.
+        """
+        other = copy.copy(self)
+        # The last pass's error bound and spread are the scanner's state.
+        other.scanner = copy.copy(self.scanner)
+        other._embedded = other._key = other._ratios = None
+        other.stats = {key: 0 * value for key, value in self.stats.items()}
+        return other
 
     def mark(self):
         """A start for :meth:`charge`: the clock and the passes' time so far."""
