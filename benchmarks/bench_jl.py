@@ -17,7 +17,8 @@ points: fit time, peak memory of the fit (in a fresh process) and the exact
 all-pairs distortion (blocked passes) against Gaussian projections and PCA.
 Run: ``python benchmarks/bench_jl.py`` (``--quick`` for a subset, ``--large``
 for the large rows only, ``--only digits`` for some data sets of the main table,
-``--extras`` for the breast_cancer, linnerud and ``"auto"`` rows, ``--sparse``, and
+``--extras`` for the breast_cancer, linnerud and ``"auto"`` rows, ``--starts`` for
+digits ``k = 10`` with several starts (``n_init``, ``n_jobs``), ``--sparse``, and
 ``--sparse-copies`` for it with 15 rows copies of others,
 ``--sparse-large [NxD ...]`` for text-like sets of 5,000 x 20,000 or the sizes
 given, 100 non-zeros per row; ``--sparse-auto`` for ``n_components="auto"``
@@ -231,6 +232,27 @@ def breast_cancer(k=8):
         f"{distortion(X, jl.transform(X)):.3f} in {t:.1f} s ({split(jl, t)}); "
         f"{baselines(X, k)}"
     )
+
+
+def starts(k=10, n_inits=(1, 4, 8)):
+    """Digits, where the fit's basin decides the last percent (see n_init in the
+    user guide): the kept distortion of ``n_init`` starts, and their time in
+    one job and in two (threads; the map is the same)."""
+    X = load_digits().data
+    print(f"\ndigits 1797x64, k={k}, random_state=0, starts kept by lowest distortion:")
+    for n_init in n_inits:
+        times = {}
+        for n_jobs in (1, 2) if n_init > 1 else (1,):
+            jl, times[n_jobs] = timed_fit(
+                LearnedJLTransformer(k, n_init=n_init, n_jobs=n_jobs, random_state=0),
+                X,
+            )
+        in_two = f", {times[2]:.1f} s with n_jobs=2" if 2 in times else ""
+        print(
+            f"  n_init={n_init}: {distortion(X, jl.transform(X)):.4f} in "
+            f"{times[1]:.1f} s{in_two}",
+            flush=True,
+        )
 
 
 def linnerud(k=2, n_seeds=5, eps=0.7):
@@ -533,6 +555,11 @@ if __name__ == "__main__":
         help="main-table data sets whose names start with these (no extra rows)",
     )
     parser.add_argument(
+        "--starts",
+        action="store_true",
+        help="digits k=10 with n_init 1 / 4 / 8 starts (n_jobs 1 and 2) only",
+    )
+    parser.add_argument(
         "--extras",
         action="store_true",
         help="breast_cancer, linnerud and the n_components='auto' search only",
@@ -560,6 +587,10 @@ if __name__ == "__main__":
         breast_cancer()
         linnerud()
         smallest_k_gaussian()
+        print(f"# at the end: {machine_conditions()}")
+    elif args.starts:
+        print(f"# {machine_conditions()}")
+        starts()
         print(f"# at the end: {machine_conditions()}")
     elif args.only:
         main(only=args.only, extras=False)

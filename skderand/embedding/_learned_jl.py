@@ -238,9 +238,9 @@ class LearnedJLTransformer(
         Number of starts (see ``n_init``) fitted at the same time, in threads
         unless a joblib backend is configured; the map is the same whatever
         ``n_jobs``. ``None`` means 1 unless in a ``joblib.parallel_config``
-        context. Eight starts on digits, ``k = 10``, took 0.7 times as long
-        with two threads on two cores as with one (the solvers' many small
-        products hold the interpreter part of the time). Each start running
+        context. On two cores, two threads took 0.6-0.8 times as long as one
+        for four and eight starts on digits, ``k = 10`` (the solvers' many
+        small products hold the interpreter part of the time). Each start running
         at once holds its own map and active set; the data and their stored
         distances are shared, except by starts in processes of their own.
     random_state : int, RandomState instance or None, default=None
