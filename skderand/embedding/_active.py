@@ -258,11 +258,12 @@ class _ActivePairs:
 
         It shares the data and what is derived from them alone (the stored
         distances of the blocked passes, the list of all pairs, the Gram
-        matrix), which no fit writes to (its attributes are rebound, never
-        written in place), and has its own caches of the last map and time
-        split; a fit (see ``reset``) then gives it its own active set. A fit
-        on it follows the path it would follow on this object in the state
-        it has now, whatever runs on either meanwhile.
+        matrix): a fit rebinds the attributes it changes and never writes
+        into their arrays (the scanner's cache of triangular masks only gains
+        entries, the same for every fit). It has its own scanner state, caches
+        of the last map and time split, and a fit (see ``reset``) gives it
+        its own active set. A fit on it follows the path it would follow on
+        this object in the state it has now, whatever runs on either meanwhile.
         """
         other = copy.copy(self)
         # The last pass's error bound and spread are the scanner's state.

@@ -240,9 +240,10 @@ class LearnedJLTransformer(
         ``n_jobs``. ``None`` means 1 unless in a ``joblib.parallel_config``
         context. On two cores, two threads took 0.6-0.8 times as long as one
         for four and eight starts on digits, ``k = 10`` (the solvers' many
-        small products hold the interpreter part of the time). Each start running
-        at once holds its own map and active set; the data and their stored
-        distances are shared, except by starts in processes of their own.
+        small products hold the interpreter part of the time). Each start
+        running at once holds its own map and active set; the data and their
+        stored distances are shared, except by starts in processes of their
+        own.
     random_state : int, RandomState instance or None, default=None
         Seeds the starting Gaussian projections, the sampled pairs and the
         certificate's Lanczos vectors. Pass an int for reproducible output;
