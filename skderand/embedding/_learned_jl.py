@@ -230,10 +230,11 @@ class LearnedJLTransformer(
         ``distortion_`` is kept (as :class:`~sklearn.manifold.MDS` keeps the
         lowest stress). The fit finds a local minimax and starts end in
         different basins (digits, ``k = 10``: 0.640-0.662 over seeds 0-7), so
-        ``n_init`` starts buy a lower worst case for ``n_init`` times the time.
-        The first start is the one ``n_init=1`` fits, so more starts never
-        raise ``distortion_``. With ``n_components="auto"`` the first start
-        searches the dimension and the others fit the dimension it found.
+        ``n_init`` starts buy a lower worst case for ``n_init`` times the time
+        (less with ``n_jobs``). The first start is the one ``n_init=1`` fits,
+        so more starts never raise ``distortion_``. With
+        ``n_components="auto"`` the first start searches the dimension and the
+        others fit the dimension it found.
     n_jobs : int, default=None
         Number of starts (see ``n_init``) fitted at the same time, in threads
         unless a joblib backend is configured; the map is the same whatever
