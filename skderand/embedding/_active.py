@@ -272,6 +272,14 @@ class _ActivePairs:
         other.stats = {key: 0 * value for key, value in self.stats.items()}
         return other
 
+    def add_stats(self, other):
+        """Count the time split and passes of ``other`` (another start) in these."""
+        for key, value in other.stats.items():
+            if key == "max_active":
+                self.stats[key] = max(self.stats[key], value)
+            else:
+                self.stats[key] += value
+
     def mark(self):
         """A start for :meth:`charge`: the clock and the passes' time so far."""
         return time.perf_counter(), self.stats["scan_s"]

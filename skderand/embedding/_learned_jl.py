@@ -527,9 +527,7 @@ class LearnedJLTransformer(
                 gram=span.gram,
                 factor=span.factor,
             )
-            fit, seed, pairs, other_stats = self._fit_starts(
-                span, pairs, seeds, curvature_tol
-            )
+            fit, seed, pairs = self._fit_starts(span, pairs, seeds, curvature_tol)
             fit = self._no_worse_than_pca(span, pairs, fit, seed, curvature_tol)
 
         # Calibrate: ratios centred at 1, so the scale-free distortion is the
@@ -569,15 +567,9 @@ class LearnedJLTransformer(
                 # Past this fit and sklearn's _fit_context, to the caller.
                 stacklevel=3,
             )
-        # Time split and active-set size (benchmarks/bench_jl.py reports them),
-        # over all starts.
+        # Time split and active-set size over all starts (benchmarks/bench_jl.py
+        # reports them).
         self._fit_stats = dict(pairs.stats)
-        for stats in other_stats:
-            for key, value in stats.items():
-                if key == "max_active":
-                    self._fit_stats[key] = max(self._fit_stats[key], value)
-                else:
-                    self._fit_stats[key] += value
         if self.compute_inverse_components:
             self.inverse_components_ = self._compute_inverse_components()
         return self
@@ -592,22 +584,24 @@ class LearnedJLTransformer(
         dimension, and the others, copied after it, fit the one it found.
 
         Returns the kept fit (the earliest start of the lowest distortion),
-        its seed, the first start's pairs (the PCA check runs on them next)
-        and the time splits of the other starts.
+        its seed and the first start's pairs, with the other starts' time
+        splits added (the PCA check runs on them next).
         """
         if self.n_components == "auto":
             first = self._search_dimension(span, pairs, seeds[0], curvature_tol)
             fits, k = [first], first.W.shape[0]
             jobs = [(pairs.for_another_start(), seed) for seed in seeds[1:]]
+        elif self.n_init == 1:
+            # The default fit: one start of a fixed dimension, on this thread.
+            fit = self._fit_dimension(
+                span, pairs, self.n_components, seeds[0], curvature_tol
+            )
+            return fit, seeds[0], pairs
         else:
             fits, k = [], self.n_components
             jobs = [(pairs, seeds[0])]
             jobs += [(pairs.for_another_start(), seed) for seed in seeds[1:]]
-        done = []
-        if self.n_init == 1 and not fits:
-            # The default fit: one start of a fixed dimension, on this thread.
-            fits.append(self._fit_dimension(span, pairs, k, seeds[0], curvature_tol))
-        elif jobs:
+        if jobs:
             n_workers = min(effective_n_jobs(self.n_jobs), len(jobs))
             # The span is in memory: what the starts running at once add to it.
             check_fits_in_memory(
@@ -625,8 +619,10 @@ class LearnedJLTransformer(
                 # The first start's pairs as it left them (a copy, if it ran in
                 # a process of its own).
                 pairs = done[0][1]
+            for _, job_pairs in done:
+                if job_pairs is not pairs:
+                    pairs.add_stats(job_pairs)
             fits += [fit for fit, _ in done]
-        other_stats = [job.stats for _, job in done if job is not pairs]
         best = 0
         for start, fit in enumerate(fits[1:], start=1):
             if self.verbose:
@@ -638,7 +634,7 @@ class LearnedJLTransformer(
                 )
             if fit.distortion < fits[best].distortion:
                 best = start
-        return fits[best], seeds[best], pairs, other_stats
+        return fits[best], seeds[best], pairs
 
     def _one_start(self, span, pairs, k, seed, curvature_tol):
         """One start of :meth:`_fit_starts`: its fit and the pairs it ran on."""
