@@ -680,6 +680,13 @@ class _ActivePairs:
                 stop_at_tol=final,
             )
             return z, n_iter
+        # Pairs added per side and round. Set apart from the random sample
+        # (working_set // 2, below), on the sparse text-like set (k = 30, seed
+        # 0, alone): 250 / 500 / 1,000 (this) / 4,000 / 16,000 per side gave
+        # 0.4127 / 0.3764 / 0.3681 / 0.3598 / 0.3581 (certified from 4,000 on)
+        # in 0.82 / 0.84 / 1 / 1.15 / 1.67 times the time: with fewer, the set
+        # lags behind the pairs that overtake its extremes; with more, each
+        # iteration costs more than the iterations saved.
         n_side = self.working_set // 4
         M = z[: k * rank].reshape(k, rank)
         r_min, r_max, low, high = self.band(M, 0, 0.0)
