@@ -926,8 +926,8 @@ class _ActivePairs:
         the benchmark's seed 0 digits k = 20 0.27275 -> 0.2737, k = 10
         0.6452 -> 0.6440, breast_cancer 0.41625 -> 0.41575. Its time gain is
         smaller than whole fits suggested: digits k = 20 seed 0, alternated
-        in one process (alone, one BLAS thread), read 0.88-0.93 times
-        L-BFGS-B's time in one run and 0.90-1.03 in the next. The solves'
+        in one process (alone, one BLAS thread), read 0.83-0.95 times
+        L-BFGS-B's time in two runs and 0.90-1.03 in a third. The solves'
         time outside the evaluations (the solvers' own work, medians of three
         alternated fits on a machine 1.2-1.6x slower than the benchmark's)
         does not drift that way: digits k = 20 0.28 -> 0.20 s, k = 40 0.54
