@@ -1120,14 +1120,14 @@ GRAM_DISTANCE_MIN_RANK = 256
 # 10 0.3951 / 0.3941 / 0.3935 in 9.0-9.6 s. The memory's rows in float32
 # (their inner products with the new pair still float64) halve the bytes of
 # the two reads of the 20 x 45,000 rows per iteration: the solves' time
-# outside the evaluations went 1.8-1.9 -> 1.5-1.6 s, about 4 % of the fit
-# (seeds 0 / 1 / 2, alternated, alone, on a machine 1.2-1.6x slower than the
-# benchmark's), the distortions moving by path noise: 0.36806 / 0.36674 /
-# 0.36662 -> 0.36685 / 0.36644 / 0.36621, the set with 15 rows copies of
-# others 0.36536 -> 0.36617, Gaussian rows (seed 0) 300 x 1000 k = 5 (the
-# benchmark's set) 0.8337 -> 0.8350, k = 7 (another draw) 0.7032 -> 0.7091,
-# 400 x 2000 k = 5 0.8600 -> 0.8594. Not taken: the sparse row's 5 s needs a
-# quarter off.
+# outside the evaluations went 1.90 -> 1.57 s (medians of eight fits), about
+# 4 % of the fit (seeds 0 / 1 / 2, alternated, alone, on a machine 1.2-1.6x
+# slower than the benchmark's), the distortions moving by path noise:
+# 0.36806 / 0.36674 / 0.36662 -> 0.36685 / 0.36644 / 0.36621, the set with 15
+# rows copies of others 0.36536 -> 0.36617, Gaussian rows (seed 0) 300 x 1000
+# k = 5 (the benchmark's set) 0.8337 -> 0.8350, k = 7 (another draw) 0.7032
+# -> 0.7091, 400 x 2000 k = 5 0.8600 -> 0.8594. Not taken: the sparse row's
+# 5 s needs a quarter off.
 # Dense data of more dimensions than points take this path too when their pairs
 # outnumber COMPLETE_PER_VARIABLE per variable (no benchmark row): Gaussian
 # 300 x 1000 k = 3 / 5 / 7 and 400 x 2000 k = 5 went from 1.8-2.9 s to 0.9-1.4 s,
