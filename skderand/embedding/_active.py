@@ -1124,7 +1124,7 @@ GRAM_DISTANCE_MIN_RANK = 256
 # 4 % of the fit (seeds 0 / 1 / 2, alternated, alone, on a machine 1.2-1.6x
 # slower than the benchmark's), the distortions moving by path noise:
 # 0.36806 / 0.36674 / 0.36662 -> 0.36685 / 0.36644 / 0.36621, the set with 15
-# rows copies of others 0.36536 -> 0.36617, Gaussian rows (seed 0) 300 x 1000
+# rows copying others 0.36536 -> 0.36617, Gaussian rows (seed 0) 300 x 1000
 # k = 5 (the benchmark's set) 0.8337 -> 0.8350, k = 7 (another draw) 0.7032
 # -> 0.7091, 400 x 2000 k = 5 0.8600 -> 0.8594. Not taken: the sparse row's
 # 5 s needs a quarter off.
