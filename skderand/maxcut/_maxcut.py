@@ -19,15 +19,12 @@ from skderand._memory import (
 from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand._threads import one_blas_thread
+from skderand.derandomize import CutExpectation, derandomize
 from skderand.maxcut._annealing import anneal, greedy_colouring, temper
-from skderand.maxcut._core import (
-    _LBFGS_MEMORY,
-    derandomized_rounding,
-    expected_gw_cut,
-)
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
 from skderand.maxcut._sdp import (
+    expected_gw_cut,
     sdp_objective,
     solve_sdp_adaptive,
     symmetric_adjacency,
@@ -236,23 +233,17 @@ _LARGE_SDP_RANK = 16
 # bound rose by 5.1 of 146,000 (3.5e-5).
 _LARGE_EIGSH_TOL = 1e-2
 # L-BFGS correction pairs of the rounding beyond _BOUND_CONTINUATION_MAX_N
-# vertices (20 below, _core._LBFGS_MEMORY): an L-BFGS-B iteration's own work
+# vertices (20 below, derandomize's default): an L-BFGS-B iteration's own work
 # grows with the pairs times the variables, and at n = 10,000 it was a quarter
 # of the rounding's time with 20 (planar +1: 0.96 of 3.76 s profiled). With 5
 # the rounding took 2.1-2.3 s instead of 2.9 s (planar +1), 2.9 s instead of
 # 3.75 s (planar +-1), certified in as many stages, rounded cuts 19,987 and
 # 8,371 against 19,985 and 8,370 (torus 100 x 100: 6,910 against 6,886).
 _LARGE_LBFGS_MEMORY = 5
+_LBFGS_MEMORY = 20
 # Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
 # stays valid at any rank.
 _MAX_SDP_RANK = 100
-# The rounding's stages stop once ||V||_F <= _V_TOL * tau * sqrt(n): a root-mean-
-# square |v_i| of a thousandth of the smoothing noise tau, so that V z shifts a
-# typical y_i by 0.1% of the noise's spread and sign(mu) is the cut the
-# objective sees.
-_V_TOL = 1e-3
-
-
 # ... and at most this many entries in V (4 MiB): on large sparse graphs the
 # bound's slack comes from the solver's accuracy, not the rank (at n = 100,000
 # rank 16 lowered it by 0.02% against rank 8, for twice the cost per sweep).
@@ -469,7 +460,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         graphs of more than 5,000 vertices (with edges), one rank only:
         ``min(16, 2**19 / n)``.
     rounded_cut_value_ : float
-        Cut of ``sign(mu)`` after the rounding, before the local search.
+        Cut after the rounding, before the local search: ``sign(mu)``, each
+        vertex then fixed by conditional expectations (the rounding's exact
+        finishing step, which never lowers the expected cut at ``V = 0``).
     grad_norm_ : float
         The rounding's certificate (see Notes): gradient norm of the rounding
         objective at the returned ``(V, mu)``, in the units of ``tol``.
@@ -483,6 +476,17 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         ``grad_norm_ <= tol and min_hessian_eig_ >= -curvature_tol_``.
     rounding_v_norm_ : float
         ``||V||_F`` at the end of the rounding (the lemma drives it to ~0).
+    rounding_v_norm_bound_ : float
+        The lemma's a-posteriori bound on ``rounding_v_norm_`` from the
+        certificate, ``grad_norm_ / (2 alpha_ - max(0, -min_hessian_eig_))``
+        in scaled units (``inf`` when not positive).
+    expected_rounding_cut_ : float
+        Smoothed expected cut of the rounding at its start (the SDP vectors,
+        ``mu ~ 0``): the randomized algorithm the rounding derandomizes.
+    rounding_penalty_paid_ : float
+        The penalty paid along the rounding's path (see
+        :func:`~skderand.derandomize.derandomize`): the smoothed expected cut at
+        the end is at least ``expected_rounding_cut_ - rounding_penalty_paid_``.
     mu_ : ndarray of shape (n_vertices,)
         Offsets at the end of the rounding (0 for isolated vertices).
     alpha_ : float
@@ -811,11 +815,13 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.expected_gw_cut_ = scale * expected_gw_cut(rows, cols, weights, V)
 
         t = time.perf_counter()
-        mu = self._round(rows, cols, weights, V, scale, rng)
-        self.mu_[active] = mu * scale
+        rounding = self._round(rows, cols, weights, V, scale, rng)
+        self.mu_[active] = rounding.mu * scale
         timings["rounding"] = time.perf_counter() - t
 
-        spins = np.where(mu >= 0, 1.0, -1.0)
+        # The finishing step's sides: sign(mu) but where conditional
+        # expectations at V = 0 move a vertex to the better side.
+        spins = rounding.solution
         self.rounded_cut_value_ = scale * cut_value(adjacency, spins)
         t = time.perf_counter()
         if self.local_search == "tabu":
@@ -853,8 +859,8 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     def _round(self, rows, cols, weights, V, scale, rng):
         """The derandomized rounding; stores its history and its certificate.
 
-        Returns the offsets ``mu`` (scaled weights); the rounded cut is
-        ``sign(mu)``.
+        Returns :func:`~skderand.derandomize.derandomize`'s result (on the
+        scaled weights); the rounded cut is its ``solution``.
         """
         V_round = V
         if self.rounding_rank is not None and self.rounding_rank < V.shape[1]:
@@ -865,59 +871,57 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             V_round /= np.maximum(np.linalg.norm(V_round, axis=1), 1e-12)[:, None]
         history = {"stage": [], "alpha": [], "expected_cut": [], "v_norm": []}
 
-        def record(stage, alpha, Vk, muk, penalized):
-            v2 = float(np.sum(Vk * Vk))
+        def record(stage, alpha, Vk, muk, expected_cut):
             history["stage"].append(stage)
             history["alpha"].append(alpha)
-            history["expected_cut"].append(scale * (penalized + alpha * v2))
-            history["v_norm"].append(np.sqrt(v2))
+            history["expected_cut"].append(scale * expected_cut)
+            history["v_norm"].append(np.sqrt(np.sum(Vk * Vk)))
 
         curvature_tol = (
             np.sqrt(self.tol) if self.curvature_tol is None else self.curvature_tol
         )
-        mu, _, info = derandomized_rounding(
-            V_round.shape[0],
-            rows,
-            cols,
-            weights,
+        # The stages stop at derandomize's default ||V||_F <= 1e-3 tau sqrt(n):
+        # V z then shifts a typical y_i by 0.1% of the noise's spread.
+        res = derandomize(
+            CutExpectation.from_edges(V_round.shape[0], rows, cols, weights, self.tau),
             V_round,
-            rng,
-            tau=self.tau,
             alpha=self.alpha,
             alpha_growth=self.alpha_growth,
             max_stages=self.max_stages,
             max_iter=self.max_iter,
             tol=self.tol,
             curvature_tol=curvature_tol,
-            v_tol=_V_TOL * self.tau,
-            callback=record,
             memory=(
                 _LARGE_LBFGS_MEMORY
                 if V_round.shape[0] > _BOUND_CONTINUATION_MAX_N
                 else _LBFGS_MEMORY
             ),
+            random_state=rng,
             verbose=self.verbose,
+            callback=record,
         )
         self.rounding_history_ = {k: np.asarray(v) for k, v in history.items()}
-        self.rounding_v_norm_ = info["v_norm"]
-        self.alpha_ = info["alpha"]
-        self.n_stages_ = info["n_stages"]
-        result = info["result"]
+        self.rounding_v_norm_ = res.v_norm
+        self.rounding_v_norm_bound_ = res.v_norm_bound
+        self.alpha_ = res.alpha
+        self.n_stages_ = res.n_stages
+        self.expected_rounding_cut_ = scale * res.start_expectation
+        self.rounding_penalty_paid_ = scale * res.penalty_paid
         record_certificate(
             self,
-            grad_norm=result.grad_norm,
-            min_hessian_eig=result.min_hessian_eig,
+            grad_norm=res.grad_norm,
+            min_hessian_eig=res.min_hessian_eig,
             tol=self.tol,
             curvature_tol=curvature_tol,
-            n_iter=info["n_iter"],
+            n_iter=res.n_iter,
             advice=(
-                f"|V| = {info['v_norm']:.2e} at the end of the rounding. Increase "
+                f"|V| = {res.v_norm:.2e} at the end of the rounding. Increase "
                 "max_iter or max_stages, or loosen tol / curvature_tol."
             ),
             # Past _round, _fit_graph, fit and sklearn's _fit_context.
             stacklevel=5,
         )
-        return mu
+        return res
 
     def _anneal(self, adjacency, spins, rng, classes):
         """Tempering or annealing from the 1-flip-optimal rounded cut.
@@ -984,6 +988,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             ),
         )
         self.rounding_v_norm_ = 0.0
+        self.rounding_v_norm_bound_ = 0.0
+        self.expected_rounding_cut_ = 0.0
+        self.rounding_penalty_paid_ = 0.0
         self.alpha_ = 0.0
         self.n_stages_ = 0
         self.rounding_history_ = {

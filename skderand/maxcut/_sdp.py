@@ -142,6 +142,12 @@ class MixingSolver:
         return V, n_sweeps
 
 
+def expected_gw_cut(rows, cols, weights, V):
+    """``sum_{i<j} w_ij arccos(v_i . v_j) / pi``: random-hyperplane rounding's mean."""
+    dots = np.clip(np.einsum("ij,ij->i", V[rows], V[cols]), -1.0, 1.0)
+    return float(weights @ np.arccos(dots) / np.pi)
+
+
 def sdp_objective(adjacency, V):
     """``sum_{i<j} w_ij (1 - v_i . v_j) / 2`` for the symmetric ``adjacency``."""
     total = adjacency.sum() / 2.0

@@ -1,5 +1,10 @@
 """The smoothed expected cut of ``sign(V z + mu + tau g)`` in closed form.
 
+:class:`CutExpectation` is the expectation of the rounding of a weighted cut
+(MAXCUT, and through one extra vertex QUBO, Ising, MAX-2-SAT and MAX-DICUT);
+the functions below are its kernel, the separation probability of two signs of
+a bivariate normal.
+
 Vertex ``i`` is put on side ``sign(y_i)`` with ``y_i = v_i . z + mu_i + tau g_i``,
 ``z ~ N(0, I_r)`` shared by all vertices and ``g ~ N(0, I_n)`` independent noise
 that makes the expectation smooth. ``(y_i, y_j)`` is bivariate normal, so with
@@ -30,6 +35,8 @@ the separation probability by less than ``4e-16``.
 import numpy as np
 from scipy import sparse
 from scipy.special import ndtr, owens_t
+
+from skderand.derandomize._protocol import RoundingExpectation
 
 _SQRT_2PI = np.sqrt(2.0 * np.pi)
 # Correlations up to this magnitude use Mehler's series (module docstring: the
@@ -146,30 +153,133 @@ def separation_hessian(h, k, rho, d_h, d_k, d_rho):
     return p_hh, p_hk, p_kk, p_hr, p_kr, p_rr
 
 
-class SmoothedCut:
-    """Objective ``-(E[cut] - lam * |V|_F**2)`` over ``z = (V.ravel(), mu)``.
+class CutExpectation(RoundingExpectation):
+    """Smoothed expected weight of the cut ``sign(V z + mu + tau g)``.
+
+    Vertex ``i`` is put on the side ``sign(y_i)`` of ``y_i = v_i . z + mu_i +
+    tau g_i``, with ``z`` standard Gaussian and shared, ``g`` independent
+    standard Gaussian noise that makes the expectation smooth in ``mu``. The
+    expected weight of the edges between the two sides is computed exactly
+    (see Notes), with its gradient and exact Hessian-vector products, in
+    ``O(n_edges * rank)`` per evaluation.
 
     Parameters
     ----------
-    n_vertices : int
-    rows, cols, weights : ndarray of shape (n_edges,)
-        Each undirected edge once.
-    rank : int
-        Number of columns of ``V``.
-    tau : float
+    adjacency : {array-like, sparse matrix} of shape (n_vertices, n_vertices)
+        Symmetric weighted adjacency matrix; signed weights allowed, the
+        diagonal ignored.
+    tau : float, default=0.1
         Standard deviation of the smoothing noise.
-    lam : float
-        Weight of ``|V|_F**2``; changed between stages.
+
+    Attributes
+    ----------
+    n_coordinates : int
+        Number of vertices.
+    adjacency : scipy.sparse.csr_matrix
+        The adjacency matrix (zero diagonal).
+    rows, cols, weights : ndarray of shape (n_edges,)
+        Each edge once, ``rows < cols``.
+
+    See Also
+    --------
+    IsingExpectation : Ising, QUBO, MAX-2-SAT and MAX-DICUT as a cut.
+    skderand.DeterministicMaxCut : The estimator built on this expectation.
+
+    Notes
+    -----
+    With ``s_i = sqrt(tau**2 + |v_i|**2)``, ``a_i = mu_i / s_i`` and
+    ``rho_ij = v_i . v_j / (s_i s_j)``, ``P[i, j separated] = Phi(a_i) +
+    Phi(a_j) - 2 Phi_2(a_i, a_j; rho_ij)``, with ``Phi_2`` the bivariate
+    normal distribution function (computed through Owen's T function, or
+    Mehler's series where ``|rho|`` is tiny).
+
+    The finishing step (:meth:`finish`) is exact: at ``V = 0`` the sides are
+    independent with ``P[s_i = 1] = Phi(mu_i / tau)``, and the expected cut is
+    multilinear in these probabilities, so setting them one at a time to the
+    better of 0 and 1 never lowers it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skderand.derandomize import CutExpectation
+    >>> triangle = np.ones((3, 3)) - np.eye(3)
+    >>> cut = CutExpectation(triangle, tau=0.1)
+    >>> V = np.eye(3)  # independent signs: each edge is cut half the time
+    >>> round(cut.value(V, np.zeros(3)), 6)
+    1.5
+    >>> cut.solution_value(np.array([1.0, 1.0, -1.0]))
+    2.0
     """
 
-    def __init__(self, n_vertices, rows, cols, weights, rank, tau, lam=0.0):
-        self.n = n_vertices
+    exact_finish = True
+
+    def __init__(self, adjacency, tau=0.1):
+        A = sparse.csr_matrix(adjacency, dtype=np.float64, copy=True)
+        if A.ndim != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"adjacency must be square; got shape {A.shape}.")
+        if not np.all(np.isfinite(A.data)):
+            raise ValueError("adjacency contains NaN or infinite entries.")
+        A.setdiag(0.0)
+        A.eliminate_zeros()
+        asymmetry = abs(A - A.T).max() if A.nnz else 0.0
+        if asymmetry > 1e-10 * max(abs(A).max() if A.nnz else 0.0, 1e-300):
+            raise ValueError(
+                "adjacency must be symmetric (an undirected graph); the largest "
+                f"|A - A.T| entry is {asymmetry:.3g}."
+            )
+        upper = sparse.triu(A, k=1).tocoo()
+        self._setup(
+            A.shape[0],
+            upper.row.astype(np.int64),
+            upper.col.astype(np.int64),
+            upper.data,
+            tau,
+        )
+
+    @classmethod
+    def from_edges(cls, n_vertices, rows, cols, weights, tau=0.1):
+        """The cut of a graph given as an edge list, each edge once.
+
+        Parameters
+        ----------
+        n_vertices : int
+        rows, cols, weights : array-like of shape (n_edges,)
+            The edges ``(rows[e], cols[e])`` and their weights, each edge
+            once and no self-loop.
+        tau : float, default=0.1
+            Standard deviation of the smoothing noise.
+
+        Returns
+        -------
+        CutExpectation
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        if not rows.shape == cols.shape == weights.shape or rows.ndim != 1:
+            raise ValueError("rows, cols and weights must be 1-D of one length.")
+        if rows.size and (
+            min(rows.min(), cols.min()) < 0 or max(rows.max(), cols.max()) >= n_vertices
+        ):
+            raise ValueError(f"An edge names a vertex outside [0, {n_vertices}).")
+        if np.any(rows == cols):
+            raise ValueError("An edge joins a vertex to itself.")
+        keys = np.minimum(rows, cols) * int(n_vertices) + np.maximum(rows, cols)
+        if np.unique(keys).size != keys.size:
+            raise ValueError("An edge is listed twice; give each edge once.")
+        if not np.all(np.isfinite(weights)):
+            raise ValueError("weights contain NaN or infinite entries.")
+        self = cls.__new__(cls)
+        self._setup(int(n_vertices), rows, cols, weights, tau)
+        return self
+
+    def _setup(self, n, rows, cols, weights, tau):
+        self.n_coordinates = n
         self.rows = rows
         self.cols = cols
         self.weights = weights
-        self.rank = rank
-        self.tau = tau
-        self.lam = lam
+        self.tau = float(tau)
+        self.mu_scale = self.tau
         m = rows.size
         # A symmetric CSR pattern whose data are refilled from per-edge values, so
         # the sum over neighbours sum_j c_ij v_j is one sparse product per call.
@@ -178,10 +288,14 @@ class SmoothedCut:
                 np.concatenate([np.arange(m), np.arange(m)]) + 1.0,
                 (np.concatenate([rows, cols]), np.concatenate([cols, rows])),
             ),
-            shape=(n_vertices, n_vertices),
+            shape=(n, n),
         )
         self._edge_of_entry = pattern.data.astype(np.int64) - 1
         self._pattern = pattern
+        self.adjacency = sparse.csr_matrix(
+            (weights[self._edge_of_entry], pattern.indices, pattern.indptr),
+            shape=(n, n),
+        )
         # The Hessian's quantities at the last point asked (see _curvature).
         self._curvature_cache = None
 
@@ -196,17 +310,12 @@ class SmoothedCut:
             dots += column[self.rows] * other_column[self.cols]
         return dots
 
-    def split(self, z):
-        n, r = self.n, self.rank
-        return z[: n * r].reshape(n, r), z[n * r :]
-
     def _separation(self, a, rho):
         """:func:`separation_probability` of every edge, ``h = a_i``, ``k = a_j``.
 
         The normal tails of the series are computed once per vertex and
-        gathered per edge (a vertex has many edges: on the dense Gset graphs
-        this is 24 times fewer evaluations of ``ndtr``); the values are those
-        of :func:`separation_probability`, bit for bit.
+        gathered per edge (a vertex has many edges, and ``ndtr`` is the cost);
+        the values are those of :func:`separation_probability`, bit for bit.
         """
         i, j = self.rows, self.cols
         small = np.abs(rho) <= _SERIES_MAX_RHO
@@ -226,8 +335,8 @@ class SmoothedCut:
         out[large] = _separation_owen(a[i[large]], a[j[large]], rho[large])
         return out
 
-    def expected_cut(self, V, mu):
-        """``E[cut]`` under the smoothed rounding (no penalty)."""
+    def value(self, V, mu):
+        """The smoothed expected cut ``F(V, mu)``."""
         s = np.sqrt(self.tau**2 + np.einsum("ij,ij->i", V, V))
         a = mu / s
         i, j = self.rows, self.cols
@@ -241,10 +350,10 @@ class SmoothedCut:
         derivatives ``g_a`` of the weighted separation in ``a`` and ``diag``;
         per edge ``inv_ss = 1 / (s_i s_j)``, the correlation ``rho``, the
         separation's partial derivatives ``d_h, d_k, d_rho`` and ``g_rho = w
-        d_rho``. Shared by the value and gradient (:meth:`__call__`) and the
-        Hessian's quantities (:meth:`_curvature`).
+        d_rho``. Shared by the value and gradient (:meth:`value_and_grad`) and
+        the Hessian's quantities (:meth:`_curvature`).
         """
-        n = self.n
+        n = self.n_coordinates
         i, j, w = self.rows, self.cols, self.weights
         s2 = self.tau**2 + np.einsum("ij,ij->i", V, V)
         s = np.sqrt(s2)
@@ -278,22 +387,20 @@ class SmoothedCut:
             d_rho=d_rho,
         )
 
-    def __call__(self, z):
-        V, mu = self.split(z)
+    def value_and_grad(self, V, mu):
+        """``F(V, mu)`` and its gradient ``(dF/dV, dF/dmu)``."""
         p = self._first_order(V, mu)
         value = self.weights @ self._separation(p["a"], p["rho"])
         # The private pattern's values are overwritten in place: no copy of its
         # index arrays per call.
         coupling = self._pattern
         coupling.data = (p["g_rho"] * p["inv_ss"])[self._edge_of_entry]
-        grad_V = coupling @ V - p["diag"][:, None] * V - 2.0 * self.lam * V
+        grad_V = coupling @ V - p["diag"][:, None] * V
         grad_mu = p["g_a"] / p["s"]
-        value = value - self.lam * np.sum(V * V)
-        # Negated: minimize_sosp minimizes.
-        return -value, -np.concatenate([grad_V.ravel(), grad_mu])
+        return value, grad_V, grad_mu
 
-    def _curvature(self, z):
-        """Per-edge and per-vertex quantities of the Hessian at ``z``, cached.
+    def _curvature(self, V, mu):
+        """Per-edge and per-vertex quantities of the Hessian at ``(V, mu)``, cached.
 
         The certificate's Lanczos iteration multiplies the Hessian at one
         point by 20-30 vectors: the normal tails and densities are computed
@@ -301,9 +408,12 @@ class SmoothedCut:
         gathers only.
         """
         cached = self._curvature_cache
-        if cached is not None and np.array_equal(cached["z"], z):
+        if (
+            cached is not None
+            and np.array_equal(cached["V"], V)
+            and np.array_equal(cached["mu"], mu)
+        ):
             return cached
-        V, mu = self.split(z)
         p = self._first_order(V, mu)
         a, rho = p["a"], p["rho"]
         i, j, w = self.rows, self.cols, self.weights
@@ -322,8 +432,8 @@ class SmoothedCut:
         )
         cached = dict(
             p,
-            z=np.array(z, copy=True),
-            V=V.copy(),
+            V=np.array(V, copy=True),
+            mu=np.array(mu, copy=True),
             second=tuple(w * q for q in second),
             c=c,
             coupling=coupling,
@@ -332,26 +442,29 @@ class SmoothedCut:
         self._curvature_cache = cached
         return cached
 
-    def hessp(self, z, dz):
-        """Hessian of the objective (:meth:`__call__`'s value) at ``z`` times ``dz``.
+    def hessp(self, V, mu, dV, dmu):
+        """The Hessian of ``F`` at ``(V, mu)`` applied to ``(dV, dmu)``.
 
-        The exact directional derivative of :meth:`__call__`'s gradient: with
-        ``ds_i = v_i . dv_i / s_i``, ``da_i = (dmu_i - a_i ds_i) / s_i`` and
-        ``drho_ij = (dv_i . v_j + v_i . dv_j) / (s_i s_j) - rho_ij (ds_i / s_i +
-        ds_j / s_j)``, the per-edge derivatives change by the second
+        The exact directional derivative of :meth:`value_and_grad`'s gradient:
+        with ``ds_i = v_i . dv_i / s_i``, ``da_i = (dmu_i - a_i ds_i) / s_i``
+        and ``drho_ij = (dv_i . v_j + v_i . dv_j) / (s_i s_j) - rho_ij (ds_i /
+        s_i + ds_j / s_j)``, the per-edge derivatives change by the second
         derivatives of :func:`separation_hessian` times ``(da_i, da_j,
         drho_ij)``, and every factor of the gradient's chain rule by its own
         derivative. One product costs a few sparse products and gathers; the
-        normal tails are evaluated once per point (:meth:`_curvature`).
+        normal tails are evaluated once per point.
+
+        Returns
+        -------
+        hV : ndarray of shape (n_coordinates, rank)
+        hmu : ndarray of shape (n_coordinates,)
         """
-        n, r = self.n, self.rank
+        n = self.n_coordinates
         i, j = self.rows, self.cols
-        p = self._curvature(z)
+        p = self._curvature(V, mu)
         V, s, s2, a, rho = p["V"], p["s"], p["s2"], p["a"], p["rho"]
         g_a, g_rho, c, diag = p["g_a"], p["g_rho"], p["c"], p["diag"]
         w_hh, w_hk, w_kk, w_hr, w_kr, w_rr = p["second"]
-        dV = dz[: n * r].reshape(n, r)
-        dmu = dz[n * r :]
         ds = np.einsum("ij,ij->i", V, dV) / s
         ds_rel = ds / s
         da = (dmu - a * ds) / s
@@ -378,8 +491,45 @@ class SmoothedCut:
             + p["coupling"] @ dV
             - d_diag[:, None] * V
             - diag[:, None] * dV
-            - 2.0 * self.lam * dV
         )
         hv_mu = dg_a / s - g_a * ds / s2
-        # Negated, as the value and gradient of __call__.
-        return -np.concatenate([hv_V.ravel(), hv_mu])
+        return hv_V, hv_mu
+
+    def solution(self, mu):
+        """The sides ``sign(mu)`` in {-1, +1} (``+1`` where ``mu_i = 0``)."""
+        return np.where(np.asarray(mu) >= 0, 1.0, -1.0)
+
+    def finish(self, mu):
+        """Sides fixed one vertex at a time by conditional expectations.
+
+        At ``V = 0`` the expected side of vertex ``i`` is ``m_i = 2 Phi(mu_i /
+        tau) - 1`` and the expected cut is ``sum_{i<j} w_ij (1 - m_i m_j) / 2``,
+        linear in each ``m_i`` with slope ``-(W m)_i / 2``. Vertices are fixed
+        from the most to the least certain (largest ``|mu_i|`` first) to the
+        side whose slope does not lower the expectation (``sign(mu_i)`` on a
+        tie), and the neighbours' fields are updated. The returned sides' cut
+        is at least ``F(0, mu)``; ``O(n_edges)`` in all.
+        """
+        mu = np.asarray(mu, dtype=np.float64)
+        spins = 2.0 * ndtr(mu / self.tau) - 1.0
+        A = self.adjacency
+        field = A @ spins
+        indptr, indices, data = A.indptr, A.indices, A.data
+        for i in np.argsort(-np.abs(mu), kind="stable"):
+            if field[i] < 0.0:
+                side = 1.0
+            elif field[i] > 0.0:
+                side = -1.0
+            else:
+                side = 1.0 if mu[i] >= 0 else -1.0
+            change = side - spins[i]
+            if change != 0.0:
+                spins[i] = side
+                lo, hi = indptr[i], indptr[i + 1]
+                field[indices[lo:hi]] += change * data[lo:hi]
+        return spins
+
+    def solution_value(self, solution):
+        """The weight of the edges between the sides of ``solution`` (in {-1, 1})."""
+        s = np.asarray(solution, dtype=np.float64)
+        return float(self.weights @ (s[self.rows] != s[self.cols]))
