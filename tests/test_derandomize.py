@@ -1,9 +1,21 @@
 """The derandomization framework: closed forms, the continuation, the finishing step."""
 
+import itertools
+
 import numpy as np
 import pytest
+from scipy.special import ndtr
 
-from skderand.derandomize import CutExpectation, derandomize  # noqa: F401
+from skderand.derandomize import (
+    CutExpectation,
+    IsingExpectation,
+    SampleAverageExpectation,
+    arcs_to_ising,
+    clauses_to_ising,
+    derandomize,
+    maxcut_to_ising,
+    qubo_to_ising,
+)
 from skderand.derandomize._cut import (
     separation_gradient,
     separation_hessian,
@@ -187,3 +199,237 @@ def test_separation_gradient_matches_finite_differences():
             h - step * e[0], k - step * e[1], rho - step * e[2]
         )
         np.testing.assert_allclose(analytic, (plus - minus) / (2 * step), atol=1e-7)
+
+
+# ------------------------------------------------------------- Ising forms
+
+
+def _all_binary(n):
+    return np.array(list(itertools.product((0.0, 1.0), repeat=n)))
+
+
+def _ising_value(h, J, offset, t):
+    return offset + h @ t + t @ (J @ t)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_qubo_and_maxcut_to_ising_agree_on_every_point(seed):
+    rng = np.random.default_rng(seed)
+    n = 6
+    Q = rng.integers(-5, 6, (n, n)).astype(float)  # asymmetric, with a diagonal
+    h, J, offset = qubo_to_ising(Q)
+    W = rng.integers(-2, 4, (n, n)).astype(float)
+    W = np.triu(W, 1) + np.triu(W, 1).T
+    hc, Jc, offset_c = maxcut_to_ising(W)
+    for x in _all_binary(n):
+        t = 2 * x - 1
+        assert _ising_value(h, J, offset, t) == pytest.approx(x @ Q @ x, abs=1e-9)
+        cut = W[np.ix_(x == 1, x == 0)].sum()
+        assert _ising_value(hc, Jc, offset_c, t) == pytest.approx(cut, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_clauses_and_arcs_to_ising_count_what_holds(seed):
+    rng = np.random.default_rng(seed)
+    n = 5
+    clauses = []
+    for _ in range(14):
+        size = rng.choice([1, 2], p=[0.2, 0.8])
+        variables = rng.integers(1, n + 1, size)
+        clauses.append(tuple(int(v) * int(rng.choice([-1, 1])) for v in variables))
+    clauses.append((2, -2))  # a tautology
+    weights = rng.integers(1, 5, len(clauses)).astype(float)
+    h, J, offset = clauses_to_ising(clauses, weights)
+    arcs = np.array([(i, j) for i in range(n) for j in range(n) if i != j])
+    arcs = arcs[rng.random(len(arcs)) < 0.5]
+    arc_weights = rng.integers(1, 4, len(arcs)).astype(float)
+    ha, Ja, offset_a = arcs_to_ising(arcs, arc_weights, n_vertices=n)
+    for x in _all_binary(n):
+        t = 2 * x - 1
+        satisfied = sum(
+            w
+            for clause, w in zip(clauses, weights, strict=True)
+            if any((x[abs(lit) - 1] == 1) == (lit > 0) for lit in clause)
+        )
+        assert _ising_value(h, J, offset, t) == pytest.approx(satisfied, abs=1e-9)
+        dicut = arc_weights @ ((x[arcs[:, 0]] == 1) & (x[arcs[:, 1]] == 0))
+        assert _ising_value(ha, Ja, offset_a, t) == pytest.approx(dicut, abs=1e-9)
+
+
+def test_ising_expectation_matches_monte_carlo():
+    # E[offset + h.t + t^T J t] for t_i = sign(y_i) sign(y_0), y = V z + mu +
+    # tau g: the closed form against 10**6 draws (five standard errors).
+    rng = np.random.default_rng(7)
+    n, r, tau = 6, 3, 0.3
+    Q = rng.integers(-5, 6, (n, n)).astype(float)
+    ising = IsingExpectation.from_qubo(Q, tau=tau)
+    V = 0.8 * rng.standard_normal((n + 1, r))
+    mu = 0.4 * rng.standard_normal(n + 1)
+    values = []
+    for _ in range(10):
+        y = rng.standard_normal((100_000, r)) @ V.T + mu
+        y += tau * rng.standard_normal(y.shape)
+        x = (np.sign(y[:, 1:]) * np.sign(y[:, :1]) + 1) / 2
+        values.append(np.einsum("ki,ij,kj->k", x, Q, x))
+    values = np.concatenate(values)
+    stderr = values.std() / np.sqrt(values.size)
+    assert abs(ising.value(V, mu) - values.mean()) <= 5 * stderr
+    # The binary read-out and its exact value.
+    x = ising.solution(mu)
+    assert set(np.unique(x)) <= {0.0, 1.0}
+    assert ising.solution_value(x) == pytest.approx(x @ Q @ x, abs=1e-9)
+
+
+def test_ising_gradient_and_hessp_match_finite_differences():
+    rng = np.random.default_rng(3)
+    n, r = 5, 2
+    h, J = rng.standard_normal(n), rng.standard_normal((n, n))
+    ising = IsingExpectation(h, J, 1.5, tau=0.2)
+    objective = _Penalized(ising, n + 1, r, alpha=0.07)
+    z = 0.5 * rng.standard_normal((n + 1) * (r + 1))
+    _, grad = objective(z)
+    step = 1e-6
+    eye = np.eye(z.size)
+    numeric = [
+        (objective(z + step * e)[0] - objective(z - step * e)[0]) / 2e-6 for e in eye
+    ]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+    v = rng.standard_normal(z.size)
+    numeric = (objective(z + step * v)[1] - objective(z - step * v)[1]) / (2 * step)
+    np.testing.assert_allclose(
+        objective.hessp(z, v), numeric, atol=1e-7 * np.abs(numeric).max()
+    )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: clauses_to_ising([(1, 2, 3)]), "only clauses of one or two"),
+        (lambda: clauses_to_ising([(1, 4)], n_variables=3), "beyond n_variables"),
+        (lambda: clauses_to_ising([(1, 0)]), "non-zero integers"),
+        (lambda: clauses_to_ising([]), "empty"),
+        (lambda: clauses_to_ising([(1, 2)], weights=[1.0, 2.0]), "one entry per"),
+        (lambda: qubo_to_ising(np.ones((2, 3))), "square"),
+        (lambda: qubo_to_ising(np.array([[1.0, np.nan], [0, 1]])), "NaN"),
+        (lambda: qubo_to_ising(np.zeros((0, 0))), "empty"),
+        (lambda: arcs_to_ising([(0, 0)]), "itself"),
+        (lambda: arcs_to_ising([(0, 3)], n_vertices=2), "outside"),
+        (lambda: IsingExpectation(np.ones(3), np.eye(2)), "shape"),
+        (lambda: IsingExpectation(np.ones(2), np.eye(2), vartype="bits"), "vartype"),
+        (lambda: CutExpectation(np.array([[0.0, 1.0], [2.0, 0.0]])), "symmetric"),
+        (lambda: CutExpectation.from_edges(3, [0, 1], [1, 0], [1.0, 1.0]), "twice"),
+    ],
+)
+def test_bad_problems_are_refused_with_a_clear_error(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# ------------------------------------------------------------- derandomize
+
+
+def _relaxation_start(n, rank, rng):
+    """Random unit vectors: a start of the shape the SDP gives."""
+    V = rng.standard_normal((n, rank))
+    return V / np.linalg.norm(V, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_derandomize_certifies_and_keeps_its_promises(seed):
+    # On signed QUBOs: a certified point whose |V| is within the lemma's
+    # bound; the finished solution's exact value at least F(0, mu); the final
+    # expectation at least the start's minus the penalty paid (the ledger).
+    rng = np.random.default_rng(seed)
+    n = 30
+    Q = rng.integers(-10, 11, (n, n)).astype(float)
+    ising = IsingExpectation.from_qubo(Q + Q.T)
+    res = derandomize(ising, _relaxation_start(n + 1, 4, rng), random_state=seed)
+    assert res.certified
+    assert res.grad_norm <= res.tol and res.min_hessian_eig >= -res.curvature_tol
+    assert res.v_norm <= res.v_norm_bound
+    assert res.value >= res.expectation_at_zero - 1e-9 * np.abs(Q).sum()
+    assert res.value >= res.rounded_value
+    assert res.expectation >= res.start_expectation - res.penalty_paid - 1e-9
+    assert res.value == pytest.approx(res.solution @ (Q + Q.T) @ res.solution)
+    path = res.path
+    assert len(path["alpha"]) == res.n_stages + 1
+    assert np.all(np.diff(path["alpha"][:-1]) > 0) and path["alpha"][-1] == res.alpha
+    assert res.n_iter == path["n_iter"].sum()
+
+
+def test_v_norm_bound_is_the_lemma_of_the_certificate():
+    # Recomputed from its definition; with alpha too small for the measured
+    # curvature the bound is infinite, never negative.
+    from skderand.derandomize._framework import v_norm_bound
+
+    rng = np.random.default_rng(1)
+    W = np.triu(rng.choice([0.0, 1.0], (12, 12)), 1)
+    res = derandomize(CutExpectation(W + W.T), _relaxation_start(12, 3, rng))
+    denominator = 2 * res.alpha - max(0.0, -res.min_hessian_eig)
+    assert res.v_norm_bound == pytest.approx(res.grad_norm / denominator)
+    assert v_norm_bound(1e-3, -0.5, 0.2) == np.inf
+    assert v_norm_bound(1e-3, 0.5, 0.2) == pytest.approx(1e-3 / 0.4)
+
+
+def test_finishing_step_never_lowers_the_expectation_at_zero():
+    # Conditional expectations at V = 0, from offsets near zero (the hardest
+    # case: every side uncertain), on signed graphs.
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        W = np.triu(rng.choice([-1.0, 0.0, 1.0, 2.0], (40, 40)), 1)
+        cut = CutExpectation(W + W.T, tau=0.1)
+        mu = 0.05 * rng.standard_normal(40)
+        sides = cut.finish(mu)
+        assert set(np.unique(sides)) <= {-1.0, 1.0}
+        assert cut.solution_value(sides) >= cut.value(np.zeros((40, 1)), mu) - 1e-9
+
+
+def test_sample_average_matches_the_closed_form():
+    # The smoothed cut has both forms: given y, the sides are independent with
+    # P[side +1] = Phi(y_i / tau), a smooth payoff whose Gaussian expectation
+    # is CutExpectation's closed form.
+    rng = np.random.default_rng(2)
+    n, r, tau = 8, 3, 0.5
+    W = np.triu(rng.choice([-1.0, 1.0, 2.0], (n, n)), 1)
+    W = W + W.T
+    cut = CutExpectation(W, tau=tau)
+
+    def payoff(Y):
+        p = ndtr(Y / tau)
+        return 0.5 * np.einsum("ki,ij,kj->k", p, W, 1 - p) + 0.5 * np.einsum(
+            "ki,ij,kj->k", 1 - p, W, p
+        )
+
+    def gradient(Y):
+        p = ndtr(Y / tau)
+        dp = np.exp(-0.5 * (Y / tau) ** 2) / (tau * np.sqrt(2 * np.pi))
+        return dp * ((1 - 2 * p) @ W)
+
+    F = SampleAverageExpectation(
+        payoff, gradient, n_coordinates=n, rank=r, n_samples=2**15
+    )
+    V = 0.5 * rng.standard_normal((n, r))
+    mu = 0.3 * rng.standard_normal(n)
+    value, grad_V, grad_mu = F.value_and_grad(V, mu)
+    exact, exact_V, exact_mu = cut.value_and_grad(V, mu)
+    assert value == pytest.approx(exact, abs=1e-3 * np.abs(W).sum())
+    np.testing.assert_allclose(grad_mu, exact_mu, atol=1e-3 * np.abs(W).sum())
+    np.testing.assert_allclose(grad_V, exact_V, atol=1e-3 * np.abs(W).sum())
+    # Antithetic points: V = 0 is stationary in V at every mu.
+    _, grad_V0, _ = F.value_and_grad(np.zeros((n, r)), mu)
+    np.testing.assert_allclose(grad_V0, 0.0, atol=1e-12)
+
+
+def test_derandomize_validates_its_start():
+    cut = CutExpectation(np.ones((3, 3)) - np.eye(3))
+    with pytest.raises(ValueError, match="rows"):
+        derandomize(cut, np.ones((4, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        derandomize(cut, np.full((3, 2), np.nan))
+    with pytest.raises(ValueError, match="mu0"):
+        derandomize(cut, np.ones((3, 2)), np.zeros(2))
+    with pytest.raises(ValueError, match="alpha_growth"):
+        derandomize(cut, np.ones((3, 2)), alpha_growth=1.0)
+    V0 = np.ones((3, 2))
+    derandomize(cut, V0, random_state=0)
+    np.testing.assert_array_equal(V0, 1.0)  # never modified

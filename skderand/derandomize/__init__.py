@@ -13,10 +13,24 @@ quasi-random points (:class:`SampleAverageExpectation`).
 
 from skderand.derandomize._cut import CutExpectation
 from skderand.derandomize._framework import derandomize
+from skderand.derandomize._ising import (
+    IsingExpectation,
+    arcs_to_ising,
+    clauses_to_ising,
+    maxcut_to_ising,
+    qubo_to_ising,
+)
 from skderand.derandomize._protocol import RoundingExpectation
+from skderand.derandomize._sample_average import SampleAverageExpectation
 
 __all__ = [
     "CutExpectation",
+    "IsingExpectation",
     "RoundingExpectation",
+    "SampleAverageExpectation",
+    "arcs_to_ising",
+    "clauses_to_ising",
     "derandomize",
+    "maxcut_to_ising",
+    "qubo_to_ising",
 ]
