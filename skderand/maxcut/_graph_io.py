@@ -11,6 +11,7 @@ import numpy as np
 from scipy import sparse
 
 from skderand._memory import check_fits_in_memory, sparse_adjacency_bytes
+from skderand._text_io import data_lines, header_counts, parse_entries
 
 __all__ = ["graph_to_adjacency", "read_gset", "write_gset"]
 
@@ -69,30 +70,10 @@ def read_gset(path):
            [ 1.,  0., -2.],
            [ 0., -2.,  0.]])
     """
-    if hasattr(path, "read"):
-        text = path.read()
-        name = getattr(path, "name", "<file>")
-    else:
-        with open(os.fspath(path)) as f:
-            text = f.read()
-        name = os.fspath(path)
-    lines = [
-        line.split()
-        for line in text.splitlines()
-        if line.strip() and line.lstrip()[0] not in "#%"
-    ]
+    name, lines = data_lines(path)
     if not lines:
         raise ValueError(f"{name}: empty file, expected a header line 'n m'.")
-    header = lines[0]
-    try:
-        n, m = int(header[0]), int(header[1])
-    except (IndexError, ValueError):
-        raise ValueError(
-            f"{name}: the first line must be 'n m' (two integers), got "
-            f"{' '.join(header)!r}."
-        ) from None
-    if n < 0 or m < 0:
-        raise ValueError(f"{name}: negative counts in the header 'n m' = {n} {m}.")
+    n, m = header_counts(name, lines[0][:2], "the first line 'n m'")
     body = lines[1:]
     if len(body) != m:
         raise ValueError(
@@ -104,28 +85,8 @@ def read_gset(path):
         "adjacency",
         "Check the vertex count in the header 'n m'.",
     )
-    rows = np.empty(m, dtype=np.int64)
-    cols = np.empty(m, dtype=np.int64)
-    weights = np.ones(m)
-    for k, fields in enumerate(body):
-        if len(fields) not in (2, 3):
-            raise ValueError(
-                f"{name}: edge line {k + 1} must be 'i j w' or 'i j', got "
-                f"{' '.join(fields)!r}."
-            )
-        try:
-            rows[k], cols[k] = int(fields[0]), int(fields[1])
-            if len(fields) == 3:
-                weights[k] = float(fields[2])
-        except ValueError:
-            raise ValueError(
-                f"{name}: edge line {k + 1} is not numeric: {' '.join(fields)!r}."
-            ) from None
-    if m and (min(rows.min(), cols.min()) < 1 or max(rows.max(), cols.max()) > n):
-        raise ValueError(f"{name}: vertex indices must lie in 1..{n} (1-based).")
-    if not np.all(np.isfinite(weights)):
-        raise ValueError(f"{name}: edge weights must be finite numbers.")
-    return _edges_to_adjacency(n, rows - 1, cols - 1, weights)
+    rows, cols, weights = parse_entries(name, body, n)
+    return _edges_to_adjacency(n, rows, cols, weights)
 
 
 def write_gset(path, adjacency):
