@@ -142,6 +142,8 @@ def _small_problem(cls):
     if cls.__name__ == "LearnedJLTransformer":
         # Fewer components than features: an identity map would be exact.
         return cls(n_components=2, random_state=0), (X,)
+    if cls.__name__ == "DeterministicQUBO":
+        return cls(random_state=0), (X @ X.T - 4.0 * np.eye(60),)
     return cls(random_state=0), (X,)
 
 

@@ -23,12 +23,16 @@ def _matrix(n, rows, cols, values, symmetric):
     return Q
 
 
-def _check_announced(name, n, m, what):
+def _check_announced(name, n, m, what, also_needs):
     check_fits_in_memory(
-        sparse_adjacency_bytes(n, m),
-        f"{name}: {what} announces {n:,} variables and {m:,} entries; the matrix",
+        sparse_adjacency_bytes(n, m) + also_needs(n, m),
+        f"{name}: {what} announces {n:,} variables and {m:,} entries; reading it, and solving it from the command line,",
         "Check the variable count in the header 'n m'.",
     )
+
+
+def _no_more(n, m):
+    return 0
 
 
 def read_qubo(path):
@@ -73,11 +77,17 @@ def read_qubo(path):
     array([[-1.,  3.],
            [ 0.,  0.]])
     """
+    return _read_qubo(path)
+
+
+def _read_qubo(path, also_needs=_no_more):
+    """:func:`read_qubo`, refusing up front what ``also_needs(n, m)`` bytes more
+    than the matrix would not leave room for (the command's fit)."""
     name, lines = data_lines(path)
     if not lines:
         raise ValueError(f"{name}: empty file, expected a QUBO.")
     if len(lines[0]) == 1:
-        return _read_orlib(name, lines)
+        return _read_orlib(name, lines, also_needs)
     if len(lines[0]) == 2:
         n, m = header_counts(name, lines[0], "the header 'n m'")
         body = lines[1:]
@@ -85,7 +95,7 @@ def read_qubo(path):
             raise ValueError(
                 f"{name}: the header announces {m} entries but {len(body)} follow."
             )
-        _check_announced(name, n, m, "the header")
+        _check_announced(name, n, m, "the header", also_needs)
     else:
         body = lines
         try:
@@ -93,8 +103,9 @@ def read_qubo(path):
         except ValueError:
             n = 0  # parse_entries names the malformed line
         check_fits_in_memory(
-            csr_bytes(n, 2 * len(body)),
-            f"{name}: the largest index is {n:,}; a {n:,} x {n:,} sparse matrix",
+            csr_bytes(n, 2 * len(body)) + also_needs(n, len(body)),
+            f"{name}: the largest index is {n:,}; a {n:,} x {n:,} sparse matrix, and "
+            "solving it from the command line,",
             "Check the indices, or give a header 'n m'.",
         )
     rows, cols, values = parse_entries(
@@ -105,7 +116,7 @@ def read_qubo(path):
     return [_matrix(n, rows, cols, values, symmetric=False)]
 
 
-def _read_orlib(name, lines):
+def _read_orlib(name, lines, also_needs):
     try:
         count = int(lines[0][0])
     except ValueError:
@@ -120,7 +131,7 @@ def _read_orlib(name, lines):
                 f"{name}: {count} instances announced, the file ends after {instance}."
             )
         n, m = header_counts(name, lines[at], f"instance {instance + 1}'s header")
-        _check_announced(name, n, m, f"instance {instance + 1}'s header")
+        _check_announced(name, n, m, f"instance {instance + 1}'s header", also_needs)
         body = lines[at + 1 : at + 1 + m]
         if len(body) != m or any(len(fields) != 3 for fields in body):
             raise ValueError(

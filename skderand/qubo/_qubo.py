@@ -6,11 +6,13 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 
+from skderand._memory import check_fits_in_memory, csr_bytes, maxcut_fit_bytes
 from skderand._random import draw_seeds, seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand._threads import one_blas_thread
 from skderand.derandomize import IsingExpectation, qubo_to_ising
 from skderand.maxcut import DeterministicMaxCut
+from skderand.maxcut._maxcut import _sdp_rank
 from skderand.qubo._tabu import coupling_matrix, ising_value, tabu_search
 
 __all__ = ["DeterministicQUBO"]
@@ -18,6 +20,31 @@ __all__ = ["DeterministicQUBO"]
 # The tabu search keeps the couplings dense (a move adds one contiguous row,
 # in BLAS) up to this many bytes, about 5,800 variables; sparse rows beyond.
 _DENSE_COUPLINGS_BYTES = 2**28
+
+
+def fit_memory_bytes(n_variables, n_entries):
+    """Bytes a fit needs for ``n_entries`` stored entries of ``Q`` (or ``J``).
+
+    The Ising form's copies of the matrix and the cut of ``n + 1`` vertices
+    (about four sparse matrices), the cut's own fit, and the tabu search's
+    couplings (dense up to ``_DENSE_COUPLINGS_BYTES``, three copies while they
+    are symmetrized).
+    """
+    n, entries = n_variables, 2 * (n_entries + n_variables)
+    dense = 8 * n * n
+    couplings = dense if dense <= _DENSE_COUPLINGS_BYTES else csr_bytes(n, entries)
+    return (
+        4 * csr_bytes(n + 1, entries)
+        + maxcut_fit_bytes(n + 1, entries, _sdp_rank(n + 1))
+        + 3 * couplings
+    )
+
+
+def _check_fit_memory(n_variables, n_entries):
+    check_fits_in_memory(
+        fit_memory_bytes(n_variables, n_entries),
+        f"DeterministicQUBO on {n_variables:,} variables and {n_entries:,} entries",
+    )
 
 
 def _is_bqm(X):
@@ -290,6 +317,8 @@ class DeterministicQUBO(BaseEstimator):
 
     def _fit(self, h, J, offset, vartype, variables):
         sign = 1.0 if self.sense == "maximize" else -1.0
+        n_entries = J.nnz if sparse.issparse(J) else np.count_nonzero(J)
+        _check_fit_memory(J.shape[0], n_entries)
         # Maximized internally: a minimization negates the problem.
         ising = IsingExpectation(
             sign * np.asarray(h, float), sign * J, sign * offset, tau=self.tau
