@@ -173,6 +173,18 @@ API_SECTIONS = [
         "graph input/output.",
     ),
     (
+        "QUBO and Ising",
+        "skderand.qubo",
+        "Quadratic binary problems by derandomized rounding with a certified bound, "
+        "and QUBO / MAX-2-SAT file input.",
+    ),
+    (
+        "The derandomization framework",
+        "skderand.derandomize",
+        "Derandomize your own Gaussian rounding: the continuation, the expectation "
+        "protocol, and built-in closed-form expectations.",
+    ),
+    (
         "The SOSP solver",
         "skderand.optimize",
         "Certified approximate second-order stationary points, shared by every "

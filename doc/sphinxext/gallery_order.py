@@ -7,6 +7,9 @@ ORDER = [
     "plot_bias_ablation.py",
     "plot_learned_jl.py",
     "plot_maxcut.py",
+    "plot_qubo.py",
+    "plot_max2sat.py",
+    "plot_custom_rounding.py",
     "plot_pipeline.py",
     "plot_dask_scaleout.py",
 ]
