@@ -41,7 +41,7 @@ def best_by_enumeration(h, J, offset):
 
 
 rows = []
-for k in range(4):
+for _ in range(4):
     clauses = [
         tuple(int(v) * int(rng.choice([-1, 1])) for v in rng.choice(n, 2, False) + 1)
         for _ in range(90)
