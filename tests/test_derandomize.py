@@ -346,7 +346,7 @@ def test_derandomize_certifies_and_keeps_its_promises(seed):
     res = derandomize(ising, _relaxation_start(n + 1, 4, rng), random_state=seed)
     assert res.certified
     assert res.grad_norm <= res.tol and res.min_hessian_eig >= -res.curvature_tol
-    assert res.v_norm <= res.v_norm_bound
+    assert res.v_norm <= res.v_norm_bound * (1 + 1e-9)  # equality up to round-off
     assert res.value >= res.expectation_at_zero - 1e-9 * np.abs(Q).sum()
     assert res.value >= res.rounded_value
     assert res.expectation >= res.start_expectation - res.penalty_paid - 1e-9

@@ -58,7 +58,8 @@ def test_optimum_and_bound_on_small_qubos(seed, sense):
     else:
         assert qubo.value_ == pytest.approx(high, abs=1e-9)
         assert qubo.bound_ >= high - 1e-6 and qubo.rounded_value_ <= high + 1e-9
-    assert qubo.certified_ and qubo.v_norm_ <= qubo.v_norm_bound_
+    # The lemma can hold with equality (the gradient all in V): round-off only.
+    assert qubo.certified_ and qubo.v_norm_ <= qubo.v_norm_bound_ * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("seed", range(4))
