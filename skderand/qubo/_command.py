@@ -41,9 +41,8 @@ def add_qubo_arguments(parser):
     parser.add_argument(
         "--n-restarts",
         type=int,
-        default=10,
-        help="tabu phases after the first (default 10); 0 with --no-tabu is "
-        "the derandomized rounding alone",
+        default=20,
+        help="tabu phases after the first, each from a random point (default 20)",
     )
     parser.add_argument(
         "--no-tabu",

@@ -26,7 +26,8 @@ def _matrix(n, rows, cols, values, symmetric):
 def _check_announced(name, n, m, what, also_needs):
     check_fits_in_memory(
         sparse_adjacency_bytes(n, m) + also_needs(n, m),
-        f"{name}: {what} announces {n:,} variables and {m:,} entries; reading it, and solving it from the command line,",
+        f"{name}: {what} announces {n:,} variables and {m:,} entries; reading "
+        "it, and solving it from the command line,",
         "Check the variable count in the header 'n m'.",
     )
 

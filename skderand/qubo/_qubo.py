@@ -117,9 +117,9 @@ class DeterministicQUBO(BaseEstimator):
     local_search : {"tabu"} or None, default="tabu"
         Improvement of the rounded solution: a one-flip tabu search with
         restarts (see Notes), or ``None`` for the rounded solution as is.
-    n_restarts : int, default=10
-        Tabu phases after the first, each from the best solution so far with a
-        random quarter of its variables flipped.
+    n_restarts : int, default=20
+        Tabu phases after the first (which starts from the rounded solution),
+        each from a uniformly random point.
     random_state : int, RandomState instance or None, default=0
         Seeds the SDP start, the rounding's perturbation and certificate, and
         the tabu search. A fixed default, so that the same problem gives the
@@ -182,7 +182,7 @@ class DeterministicQUBO(BaseEstimator):
     multistart variant) keeps the field ``h + 2 K t`` so that every flip's
     gain is known at once: each move takes the best flip not made in the last
     ``n / 100 + U(1, 10)`` moves (or a tabu one that beats the best found), and
-    a phase ends after ``10 n`` moves (at least 1,000) without improving its
+    a phase ends after ``5 n`` moves (at least 1,000) without improving its
     best.
 
     References
@@ -237,7 +237,7 @@ class DeterministicQUBO(BaseEstimator):
         curvature_tol=None,
         rounding_rank=3,
         local_search="tabu",
-        n_restarts=10,
+        n_restarts=20,
         random_state=0,
         verbose=0,
     ):
