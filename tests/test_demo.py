@@ -2,7 +2,8 @@
 
 It is the one demo path of the package; this checks that each section runs and
 that what it prints holds: the solver's certificates, a cut no larger than its
-bound, the planted dimensions found, learned maps better than random ones.
+bound, a QUBO's stages below its bound, the planted dimensions found, learned
+maps better than random ones.
 """
 
 import re
@@ -23,8 +24,8 @@ def test_demonstration_runs_and_what_it_prints_holds(capsys):
     out = capsys.readouterr().out
     sections = re.split(r"^== ", out, flags=re.M)[1:]
     titles = [s.splitlines()[0] for s in sections]
-    assert len(titles) == 4, titles
-    solver, maxcut, structure, jl = sections
+    assert len(titles) == 5, titles
+    solver, maxcut, qubo, structure, jl = sections
 
     # Both solver methods escape the saddle with a certificate.
     rows = [
@@ -44,6 +45,16 @@ def test_demonstration_runs_and_what_it_prints_holds(capsys):
                 value[key] = _numbers(line)[0]
     assert value["derandomized rounding"] <= value["cut value"]
     assert value["cut value"] <= value["certified upper bound"]
+
+    # The QUBO: the randomized rounding's expectation <= the derandomized
+    # rounding <= the final value <= the bound.
+    value = {}
+    for line in qubo.splitlines():
+        for key in ("randomized", "derandomized", "after the tabu", "certified"):
+            if line.strip().startswith(key):
+                value[key] = _numbers(line)[0]
+    assert value["randomized"] <= value["derandomized"] <= value["after the tabu"]
+    assert value["after the tabu"] <= value["certified"]
 
     # Each planted dimension is found, close to the planted subspace.
     table = structure.split("top singular values")[1].strip().splitlines()
