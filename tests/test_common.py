@@ -80,6 +80,10 @@ CONFIGURATIONS = {
         {"local_search": "tabu", "tau": 0.2},
         {"local_search": None, "rounding_rank": None},
     ],
+    "DeterministicQUBO": [
+        {"sense": "maximize", "local_search": None},
+        {"rounding_rank": None, "n_restarts": 0, "tau": 0.2},
+    ],
 }
 
 ESTIMATORS = [cls() for cls in _public_estimators()]

@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skderand import (
     DeterministicMaxCut,
+    DeterministicQUBO,
     LearnedJLTransformer,
     StructureDiscoveryClassifier,
     StructureDiscoveryRegressor,
@@ -34,6 +35,11 @@ def _signed_graph(seed, n=40, p=0.3):
     rng = np.random.default_rng(seed)
     upper = np.triu(rng.random((n, n)) < p, k=1) * rng.choice([-1.0, 1.0], (n, n))
     return upper + upper.T, None
+
+
+def _qubo(seed, n=30):
+    rng = np.random.default_rng(seed)
+    return rng.integers(-10, 11, (n, n)).astype(float), None
 
 
 def _points(seed):
@@ -81,6 +87,12 @@ SWEEPS = {
     DeterministicMaxCut: (
         {"affinity": "precomputed"},
         _signed_graph,
+        [{"max_iter": 1, "max_stages": 1}, {"max_iter": 3}, {"max_iter": 10}, {}],
+        _sqrt_tol,
+    ),
+    DeterministicQUBO: (
+        {},
+        _qubo,
         [{"max_iter": 1, "max_stages": 1}, {"max_iter": 3}, {"max_iter": 10}, {}],
         _sqrt_tol,
     ),

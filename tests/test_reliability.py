@@ -28,6 +28,8 @@ ESTIMATOR_CLASSES = _public_estimators()
 
 
 def _kind(cls):
+    if cls().__sklearn_tags__().input_tags.pairwise:
+        return "solver"  # X is a square problem matrix (DeterministicQUBO)
     if issubclass(cls, ClassifierMixin):
         return "classifier"
     if issubclass(cls, RegressorMixin):
@@ -41,6 +43,8 @@ def _data(cls, n_samples=40, n_features=5, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n_samples, n_features))
     kind = _kind(cls)
+    if kind == "solver":
+        return rng.standard_normal((12, 12)), None
     if kind == "regressor":
         y = np.tanh(X[:, 0]) + 0.1 * rng.standard_normal(n_samples)
     elif kind == "classifier":
@@ -64,6 +68,8 @@ def _output(est, X):
         return np.asarray(est.predict(X), dtype=float)
     if kind == "cluster":
         return np.asarray(est.labels_, dtype=float)
+    if kind == "solver":
+        return np.asarray(est.solution_, dtype=float)
     return np.asarray(est.transform(X))
 
 
@@ -118,6 +124,8 @@ def test_wrong_number_of_features_after_fit(cls):
 @params
 def test_one_sample_is_refused_or_trivial(cls):
     X, y = _data(cls)
+    if _kind(cls) == "solver":
+        X = X[:1, :1]  # one variable: a square problem stays square
     try:
         est = _fit(_make(cls), X[:1], None if y is None else y[:1])
     except ValueError as exc:
@@ -129,7 +137,11 @@ def test_one_sample_is_refused_or_trivial(cls):
 @params
 def test_one_feature_and_constant_features(cls):
     X, y = _data(cls)
-    for X_case in (X[:, :1], np.column_stack([X, np.ones(len(X)), np.ones(len(X))])):
+    cases = (X[:, :1], np.column_stack([X, np.ones(len(X)), np.ones(len(X))]))
+    if _kind(cls) == "solver":
+        # One variable; two more whose couplings are all one.
+        cases = (X[:1, :1], np.pad(X, ((0, 2), (0, 2)), constant_values=1.0))
+    for X_case in cases:
         est = _fit(_make(cls), X_case, y)
         out = _output(est, X_case)
         assert out.shape[0] == X_case.shape[0]

@@ -141,6 +141,48 @@ def v_norm_bound(grad_norm, min_hessian_eig, alpha):
     return grad_norm / denominator if denominator > 0 else np.inf
 
 
+def _stages(objective, x, *, alphas, v_stop, tol, max_iter, memory, verbose, callback):
+    """The continuation: one L-BFGS stage per ``alpha`` until ``|V| <= v_stop``.
+
+    Returns the last point, the path per stage and the penalty paid: raising
+    ``alpha`` by ``d`` at a point costs ``d ||V||**2`` of the expectation.
+    """
+    path = {"alpha": [], "expectation": [], "v_norm": [], "n_iter": []}
+    penalty_paid, previous_alpha = 0.0, 0.0
+    for stage, stage_alpha in enumerate(alphas):
+        objective.alpha = float(stage_alpha)
+        V_before = objective.split(x)[0]
+        penalty_paid += (objective.alpha - previous_alpha) * float(
+            np.sum(V_before * V_before)
+        )
+        previous_alpha = objective.alpha
+
+        def record(xk, value, stage=stage, stage_alpha=objective.alpha):
+            if callback is not None:
+                Vk, muk = objective.split(xk)
+                expected = -value + stage_alpha * np.sum(Vk * Vk)
+                callback(stage, stage_alpha, Vk, muk, expected)
+
+        x, stage_iter, penalized = _continuation_stage(
+            objective, x, tol=tol, max_iter=max_iter, callback=record, memory=memory
+        )
+        v_norm = float(np.linalg.norm(objective.split(x)[0]))
+        value = -penalized + objective.alpha * v_norm**2
+        for key, entry in zip(
+            path, (objective.alpha, value, v_norm, stage_iter), strict=True
+        ):
+            path[key].append(entry)
+        if verbose:
+            print(
+                f"[derandomize] stage {stage}: alpha={objective.alpha:.3g} "
+                f"|V|={v_norm:.3e} expectation={value:.6g} iterations={stage_iter}",
+                flush=True,
+            )
+        if v_norm <= v_stop:
+            break
+    return x, path, penalty_paid
+
+
 def derandomize(
     expectation,
     V0,
@@ -285,6 +327,9 @@ def derandomize(
     V0, mu0 = _check_start(expectation, V0, mu0)
     _check_positive("alpha", alpha)
     _check_positive("alpha_growth", alpha_growth, 1.0)
+    for name, value in (("max_stages", max_stages), ("max_iter", max_iter)):
+        if not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
     tol, curvature_tol = _check_tolerances(tol, curvature_tol)
     n, rank = V0.shape
     mu_scale = float(getattr(expectation, "mu_scale", 1.0))
@@ -296,44 +341,18 @@ def derandomize(
 
     objective = _Penalized(expectation, n, rank)
     start_expectation = float(expectation.value(V0, mu0))
-    x = np.concatenate([V0.ravel(), mu0])
-    path = {"alpha": [], "expectation": [], "v_norm": [], "n_iter": []}
-    penalty_paid = 0.0
-    previous_alpha = 0.0
-    n_stages = 0
-    for stage in range(max_stages):
-        objective.alpha = alpha * alpha_growth**stage
-        V_before = objective.split(x)[0]
-        penalty_paid += (objective.alpha - previous_alpha) * float(
-            np.sum(V_before * V_before)
-        )
-        previous_alpha = objective.alpha
-
-        def record(xk, value, stage=stage, stage_alpha=objective.alpha):
-            if callback is not None:
-                Vk, muk = objective.split(xk)
-                callback(
-                    stage, stage_alpha, Vk, muk, -value + stage_alpha * np.sum(Vk * Vk)
-                )
-
-        x, stage_iter, penalized = _continuation_stage(
-            objective, x, tol=tol, max_iter=max_iter, callback=record, memory=memory
-        )
-        n_stages += 1
-        v_norm = float(np.linalg.norm(objective.split(x)[0]))
-        value = -penalized + objective.alpha * v_norm**2
-        for key, entry in zip(
-            path, (objective.alpha, value, v_norm, stage_iter), strict=True
-        ):
-            path[key].append(entry)
-        if verbose:
-            print(
-                f"[derandomize] stage {stage}: alpha={objective.alpha:.3g} "
-                f"|V|={v_norm:.3e} expectation={value:.6g} iterations={stage_iter}",
-                flush=True,
-            )
-        if v_norm <= v_tol * np.sqrt(n):
-            break
+    x, path, penalty_paid = _stages(
+        objective,
+        np.concatenate([V0.ravel(), mu0]),
+        alphas=alpha * alpha_growth ** np.arange(max_stages),
+        v_stop=v_tol * np.sqrt(n),
+        tol=tol,
+        max_iter=max_iter,
+        memory=memory,
+        verbose=verbose,
+        callback=callback,
+    )
+    n_stages = len(path["alpha"])
     final_stage = n_stages - 1
 
     def record_final(r):

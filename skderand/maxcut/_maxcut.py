@@ -753,20 +753,27 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
             The fitted estimator.
         """
         start = time.perf_counter()
-        timings = {}
         A = self._adjacency(X)
-        n = A.shape[0]
-        timings["affinity"] = time.perf_counter() - start
+        return self._fit_adjacency(A, start=start)
+
+    def _fit_adjacency(self, A, *, start=None, warn=True):
+        """Fit on a validated symmetric CSR adjacency with a zero diagonal.
+
+        ``warn=False`` stores the certificate without a warning, for an
+        estimator that fits this one inside its own fit and warns itself.
+        """
+        start = time.perf_counter() if start is None else start
+        timings = {"affinity": time.perf_counter() - start}
         rng = seeded_generator(self.random_state)
         # Multi-threaded BLAS makes the many small products of the solver loops
         # 50-100x slower (thread start-up dominates); one thread is fastest.
         with one_blas_thread():
-            self._fit_graph(A, n, rng, timings)
+            self._fit_graph(A, A.shape[0], rng, timings, warn)
         timings["total"] = time.perf_counter() - start
         self.timings_ = timings
         return self
 
-    def _fit_graph(self, A, n, rng, timings):
+    def _fit_graph(self, A, n, rng, timings, warn):
         degree_nnz = np.diff(A.indptr)
         active = np.flatnonzero(degree_nnz)
         self.labels_ = np.zeros(n, dtype=np.int64)
@@ -815,7 +822,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.expected_gw_cut_ = scale * expected_gw_cut(rows, cols, weights, V)
 
         t = time.perf_counter()
-        rounding = self._round(rows, cols, weights, V, scale, rng)
+        rounding = self._round(rows, cols, weights, V, scale, rng, warn)
         self.mu_[active] = rounding.mu * scale
         timings["rounding"] = time.perf_counter() - t
 
@@ -856,7 +863,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         if self.labels_[0] == 1:
             self.labels_ = 1 - self.labels_
 
-    def _round(self, rows, cols, weights, V, scale, rng):
+    def _round(self, rows, cols, weights, V, scale, rng, warn):
         """The derandomized rounding; stores its history and its certificate.
 
         Returns :func:`~skderand.derandomize.derandomize`'s result (on the
@@ -918,8 +925,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
                 f"|V| = {res.v_norm:.2e} at the end of the rounding. Increase "
                 "max_iter or max_stages, or loosen tol / curvature_tol."
             ),
-            # Past _round, _fit_graph, fit and sklearn's _fit_context.
-            stacklevel=5,
+            # Past _round, _fit_graph, _fit_adjacency, fit and _fit_context.
+            stacklevel=6,
+            warn=warn,
         )
         return res
 

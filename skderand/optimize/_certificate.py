@@ -392,6 +392,7 @@ def record_certificate(
     n_iter,
     advice,
     stacklevel=2,
+    warn=True,
 ):
     """Store an estimator's fitted certificate and warn once if it does not hold.
 
@@ -418,6 +419,9 @@ def record_certificate(
         What the user can change, in the estimator's parameter names.
     stacklevel : int, default=2
         Of the warning, counted from the caller of this function.
+    warn : bool, default=True
+        ``False`` stores the attributes only: for an estimator fitted inside
+        another, which warns in its own terms.
     """
     estimator.grad_norm_ = float(grad_norm)
     estimator.min_hessian_eig_ = float(min_hessian_eig)
@@ -426,7 +430,7 @@ def record_certificate(
     estimator.certified_ = bool(
         estimator.grad_norm_ <= tol and estimator.min_hessian_eig_ >= -curvature_tol
     )
-    if not estimator.certified_:
+    if warn and not estimator.certified_:
         warnings.warn(
             f"{type(estimator).__name__} did not reach a certified second-order "
             "stationary point: "

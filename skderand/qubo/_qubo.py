@@ -13,6 +13,7 @@ from skderand._threads import one_blas_thread
 from skderand.derandomize import IsingExpectation, qubo_to_ising
 from skderand.maxcut import DeterministicMaxCut
 from skderand.maxcut._maxcut import _sdp_rank
+from skderand.optimize._certificate import record_certificate
 from skderand.qubo._tabu import coupling_matrix, ising_value, tabu_search
 
 __all__ = ["DeterministicQUBO"]
@@ -329,7 +330,7 @@ class DeterministicQUBO(BaseEstimator):
         )
         n = ising.h.size
         rng = seeded_generator(self.random_state)
-        self.cut_estimator_ = DeterministicMaxCut(
+        cut = DeterministicMaxCut(
             affinity="precomputed",
             tau=self.tau,
             alpha=self.alpha,
@@ -342,7 +343,11 @@ class DeterministicQUBO(BaseEstimator):
             local_search=None,
             random_state=draw_seeds(rng),
             verbose=self.verbose,
-        ).fit(ising.cut.adjacency)
+        )
+        # The homogenized cut is symmetric with a zero diagonal by construction;
+        # its certificate is reported below, in this estimator's terms.
+        cut.n_features_in_ = n + 1
+        self.cut_estimator_ = cut._fit_adjacency(ising.cut.adjacency, warn=False)
         cut = self.cut_estimator_
         sides = 1.0 - 2.0 * cut.labels_  # vertex 0 is on side 0: s_0 = +1
         spins = sides[1:] * sides[0]
@@ -356,14 +361,21 @@ class DeterministicQUBO(BaseEstimator):
         self.bound_ = sign * (ising.constant + cut.upper_bound_)
         self.expected_value_ = sign * (ising.constant + cut.expected_gw_cut_)
         self.sdp_value_ = sign * (ising.constant + cut.sdp_value_)
-        for name in (
-            "grad_norm_",
-            "min_hessian_eig_",
-            "curvature_tol_",
-            "certified_",
-            "n_iter_",
-        ):
-            setattr(self, name, getattr(cut, name))
+        record_certificate(
+            self,
+            grad_norm=cut.grad_norm_,
+            min_hessian_eig=cut.min_hessian_eig_,
+            tol=self.tol,
+            curvature_tol=cut.curvature_tol_,
+            n_iter=cut.n_iter_,
+            advice=(
+                f"|V| = {cut.rounding_v_norm_:.2e} at the end of the rounding. "
+                "Increase max_iter or max_stages, or loosen tol / curvature_tol."
+            ),
+            # Past _fit, fit (or fit_ising) and sklearn's _fit_context: the
+            # caller's line.
+            stacklevel=4,
+        )
         self.v_norm_ = cut.rounding_v_norm_
         self.v_norm_bound_ = cut.rounding_v_norm_bound_
         return self
