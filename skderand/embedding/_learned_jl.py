@@ -97,17 +97,16 @@ class LearnedJLTransformer(
         one-sided runs). A candidate whose first sharpness stage ends above
         ``2.5 eps``, or a later non-final stage above ``(1 + 0.35 m) eps``
         with ``m`` stages still to come (1.7 and 1.35 ``eps`` with the default
-        four), is declared failing without its later stages (a heuristic: on
-        the benchmark sets the final distortion was never below 0.45 of the
-        first stage's, 0.65 of the second's and 0.89 of the third's). When
+        four), is declared failing without its later stages. When
         every pair is in the objective, a candidate is decided during its
         stages: it succeeds at the first map whose exact all-pairs distortion
         is at most ``eps`` (in any stage), and it fails when its final stage
         stalls above ``1.02 eps`` (its lowest distortion fell by less than a
         quarter of its distance to ``eps`` over the last 25 evaluations) or
-        ends above it (heuristic margins: the polish gained at most 0.5 % on
-        the benchmark sets); only a final stage ending between ``eps`` and
-        ``1.02 eps`` runs its certificate and polish at once. A candidate
+        ends above it; only a final stage ending between ``eps`` and
+        ``1.02 eps`` runs its certificate and polish at once. These
+        thresholds are heuristics, chosen with margins over what the
+        remaining stages and the polish were seen to gain. A candidate
         on an active set succeeds where a stage before the final one ends at
         most ``eps``. Only the
         returned candidate is completed: its stages from the point it was
@@ -118,9 +117,7 @@ class LearnedJLTransformer(
         dimension alone; it is deterministic for a given ``random_state``,
         its ``distortion_`` is exact and at most ``eps``, and its certificate
         is that of the point returned. Candidates are not warm-started from
-        one another (on the benchmark's Gaussian set, a neighbour's map with
-        rows added, k = 32 to 36, or dropped, 36 to 35, took about as many
-        iterations as a fresh start and ended no lower).
+        one another: each starts from its own random map.
         Unlike ``GaussianRandomProjection``, ``"auto"``
         never fails: at a dimension equal to the rank of the centred data an
         exact isometry of the data exists and is returned. An int larger than
@@ -205,10 +202,7 @@ class LearnedJLTransformer(
         number of rounds (on most data 10 rounds of 40 iterations); the final
         stage goes on until it converges or has spent ``max_iter``. Raising it
         is the remedy a ``ConvergenceWarning`` names: more time for a lower
-        distortion where the final stage had not converged (the sparse text-like
-        benchmark set, k = 30: 0.368 at 1000 in 6.6 s, 0.393 at
-        ``max_iter=400`` in 0.6 times that time, 0.360 and certified at 2000 in
-        1.3 times).
+        distortion where the final stage had not converged.
     tol : float, default=1e-2
         Gradient-norm tolerance of the final stage's certificate: a bound on the
         Euclidean norm of the gradient of the surrogate (dimensionless: a log of
@@ -230,19 +224,18 @@ class LearnedJLTransformer(
         Number of fits from different random starts; the map with the lowest
         ``distortion_`` is kept (as :class:`~sklearn.manifold.MDS` keeps the
         lowest stress). The fit finds a local minimax and starts end in
-        different basins (digits, ``k = 10``: 0.640-0.662 over seeds 0-7), so
-        ``n_init`` starts buy a lower worst case for ``n_init`` times the time
-        (less with ``n_jobs``). The first start is the one ``n_init=1`` fits,
-        so more starts never raise ``distortion_``. With
+        different basins, so ``n_init`` starts buy a lower worst case for
+        ``n_init`` times the time (less with ``n_jobs``). The first start is
+        the one ``n_init=1`` fits, so more starts never raise
+        ``distortion_``. With
         ``n_components="auto"`` the first start searches the dimension and the
         others fit the dimension it found.
     n_jobs : int, default=None
         Number of starts (see ``n_init``) fitted at the same time, in threads
         unless a joblib backend is configured; the map is the same whatever
         ``n_jobs``. ``None`` means 1 unless in a ``joblib.parallel_config``
-        context. On two cores, two threads took 0.6-0.8 times as long as one
-        for four and eight starts on digits, ``k = 10`` (the solvers' many
-        small products hold the interpreter part of the time). Each start
+        context. Threads gain less than the number of cores: the solvers'
+        many small products hold the interpreter part of the time. Each start
         running at once holds its own map and active set; the data and their
         stored distances are shared, except by starts in processes of their
         own.
@@ -471,12 +464,9 @@ class LearnedJLTransformer(
         seeds = [draw_seeds(random_state) for _ in range(self.n_init)]
         # A copy of a row has no ratio with it, and the same ratio as the row
         # with every other point: the worst case over pairs is that of the
-        # distinct rows, and the fit sees those alone. (A copy also leaves the
-        # span of the centred rows a dimension short of n - 1, which cost the
-        # fit its solves on the embedded points: sparse text-like rows, k = 30
-        # / 20, 1,500 x 4,000 with 15 copies 0.3725 in 31.0 s -> 0.3683 in 7.1
-        # s, 2,000 x 8,000 with 20 copies 0.5113 in 37.4 s -> 0.4997 in 6.1 s;
-        # alone, one BLAS thread.)
+        # distinct rows, and the fit sees those alone (a copy would also leave
+        # the span a dimension short of n - 1 and cost the solves on the
+        # embedded points). See the design note, "Distinct rows".
         distinct = distinct_rows(X)
         training = X
         if distinct is not None:
@@ -540,8 +530,7 @@ class LearnedJLTransformer(
         # transform centres the rows by the training mean first (the span's,
         # unless copies were left out of it): distances do not see it, but a
         # product of uncentred rows loses the digits their differences live in
-        # (float32 rows near 1e4 that differ by 1e-3 embedded at distortion
-        # 0.98 against the fit's 0.55).
+        # (see the design note, "Centring in transform").
         mean = span.mean if distinct is None else training.mean(axis=0, dtype=float)
         self.mean_ = np.asarray(mean).ravel().astype(dtype)
         self.n_components_ = self.components_.shape[0]
@@ -588,15 +577,9 @@ class LearnedJLTransformer(
         its seed and the first start's pairs, with the other starts' time
         splits added (the PCA check runs on them next).
         """
-        # Independent starts, not basin hopping from the best map so far: a
-        # hop (the best map plus Gaussian noise of a share of its entries'
-        # root mean square, fitted again) did not find deeper basins. Digits,
-        # k = 20, from the seed-0 fit's 0.27275: 38 hops of share 0.5 through
-        # all four stages ended at 0.2723-0.2792; 18 of share 0.5 through the
-        # last two stages 0.2730-0.2750; 40 of share 0.15 through the last two
-        # 0.2721-0.2726 (a refinement of the same basin), against 0.2723-0.2776
-        # for sixteen independent starts. Digits, k = 10: 15 hops of share
-        # 0.15, last two stages, 0.6403 in 26 s, against 0.6364 for n_init=8.
+        # Independent starts, not basin hopping from the best map so far: hops
+        # did not find deeper basins than as many fresh starts (see the design
+        # note, "Rejected alternatives").
         if self.n_components == "auto":
             first = self._search_dimension(span, pairs, seeds[0], curvature_tol)
             fits, k = [first], first.W.shape[0]
@@ -756,25 +739,21 @@ class LearnedJLTransformer(
 
         The worst-case distortion is not a convex function of the map, and on
         small sets at very low ``k`` the stages from a random map can end in a
-        local minimum above PCA's map of the same dimension (the linnerud set,
-        20 points in 3 standardized dimensions, k = 2, seeds 0-9: 0.783-0.941
-        against PCA's 0.776). Where the span is in principal coordinates
+        local minimum above PCA's map of the same dimension (see the design
+        note, "No worse than PCA"). Where the span is in principal coordinates
         (sorted by variance, see ``_Span``: not its triangular bases) PCA's
         map is their first ``k``, ``[I, 0]``. When its exact all-pairs
-        distortion is below ``fit``'s, the fit runs again from it (0.644 on
-        linnerud, every seed) and the lower of the two is returned, so
-        ``distortion_`` is never above PCA's. ``initial_distortion`` stays
-        the random start's and ``n_iter`` counts both runs, whichever is
-        kept. Every fit of the benchmark ends below PCA's map: none runs
-        again.
+        distortion is below ``fit``'s, the fit runs again from it and the
+        lower of the two is returned, so ``distortion_`` is never above
+        PCA's. ``initial_distortion`` stays the random start's and ``n_iter``
+        counts both runs, whichever is kept.
 
         The dimension search also runs each candidate that fails in or after
         its final stage through here, with its ``give_up_above`` and
         ``decide_at`` (``search``, see :meth:`_fit_dimension`): a dimension
-        whose fit from PCA's map reaches ``eps`` succeeds (linnerud,
-        ``eps=0.7``: k = 2 at 0.644, where the search returned the rank 3).
-        Such a ``fit`` may end before its certificate (decided early), and is
-        compared with PCA's map all the same.
+        whose fit from PCA's map reaches ``eps`` succeeds. Such a ``fit`` may
+        end before its certificate (decided early), and is compared with PCA's
+        map all the same.
         """
         k, rank = fit.W.shape
         if span.factor is not None or k >= rank or not np.isfinite(fit.r_min):
@@ -782,8 +761,8 @@ class LearnedJLTransformer(
         pca_map = np.eye(k, rank)
         # Any set of pairs bounds PCA's distortion from below (their extremes
         # lie within those of all pairs): the active set left by the fit
-        # usually shows it above the fit's without a pass (which costs 5 s at
-        # 50,000 points). With every pair active the bound is exact.
+        # usually shows it above the fit's without a pass over all pairs,
+        # which is costly for large n. With every pair active it is exact.
         if pairs.rows.size:
             r = pairs.ratios(pca_map)
             if _scale_free(r.min(), r.max()) > fit.distortion:
@@ -1153,9 +1132,8 @@ class LearnedJLTransformer(
                 # A candidate that fails in or after its final stage may sit in
                 # a local minimum above PCA's map. One given up after an
                 # earlier stage ended far above eps, and a run from PCA's map
-                # is not tried for it: where tried, it failed too (diabetes,
-                # eps=0.5: k = 4, given up at 0.999 after stage 2, reached
-                # 0.955 from PCA's map, in 0.5 s of a 3.2 s search).
+                # is not tried for it (see the design note, "Rejected
+                # alternatives").
                 if cache[k].distortion > self.eps and not cache[k].stopped_after:
                     cache[k] = self._no_worse_than_pca(
                         span, pairs, cache[k], seed, curvature_tol, **search
@@ -1277,39 +1255,25 @@ class LearnedJLTransformer(
         return tags
 
 
-# The active set of working_set="auto": max(WORKING_SET, n_samples) pairs. At
-# 4,000 on 20,000 clustered points (k = 20) every stage spent its 1,000
-# iterations while pairs outside the set overtook the extremes round after
-# round, and the fit ended uncertified at 0.457 / 0.388 / 0.472 (seeds 0 / 1 /
-# 2; 8,000: 0.351 / 0.345 / 0.334); at 20,000 it converged, certified, at
-# 0.2008 / 0.2006 / 0.2002 (unlocked runs, 57-67 s, load 1.3-2).
+# The active set of working_set="auto": max(WORKING_SET, n_samples) pairs. The
+# pairs that decide the extremes grow with the number of points, and a set too
+# small for them is fitted while pairs outside it overtake the extremes. See
+# the design note, "Size of the active set".
 WORKING_SET = 4000
 
-# The dimension search. A candidate whose first (bluntest) stage ends above
-# GIVE_UP_FACTOR * eps is declared failing: on the benchmark sets the final
-# distortion was never below 0.45 of the first stage's (digits: 0.275 after
-# 0.566), so 2.5 leaves a margin.
+# The dimension search gives a candidate up early when a stage ends too far
+# above eps for the later stages to bring it below: the first (bluntest) stage
+# above GIVE_UP_FACTOR * eps, a later non-final one above eps * (1 +
+# LATER_GIVE_UP * the stages left after it). Neither applies to a stage that
+# ends at a log-range below SHARPNESS_RANGE: there the blunt stages leave the
+# ratios near an average fit, whatever k. See the design note, "Giving up on a
+# candidate".
 GIVE_UP_FACTOR = 2.5
-# Neither this nor LATER_GIVE_UP applies to a stage that ends at a log-range
-# below SHARPNESS_RANGE (a distortion below about 0.05; only searches for eps
-# below 0.04 are concerned): there the blunt first stage leaves the ratios near
-# an average fit, whatever k. The low-rank-plus-noise set (500 x 200), eps =
-# 0.01: every candidate from k = 16 to 128 ended its first stage at 0.021-0.039
-# and gave up, and the search returned k = 137 (distortion 0.0007), where k = 20
-# ends at 0.0077; now k = 16 (0.0098).
-# A later non-final stage gives up above eps * (1 + LATER_GIVE_UP * the stages
-# left after it). On the benchmark sets (Gaussian 300 x 1000 at k = 16 to 39,
-# breast_cancer, digits at k = 10, 20, 40) the final distortion was never below
-# 0.65 of the second stage's (two left; digits k = 40: 0.052 after 0.079) nor
-# below 0.89 of the third's (one left; the same fit: 0.052 after 0.058): the
-# thresholds 1.7 and 1.35 times eps leave a margin.
 LATER_GIVE_UP = 0.35
 # An all-pairs candidate whose final stage ends above (1 + FINISH_MARGIN) eps is
-# declared failing without its certificate and polish, which only lower the
-# distortion when they change it at all (Gaussian 300 x 1000, k = 32 to 39:
-# by 0.27-0.38 %; the polish's largest measured gain, breast_cancer, about
-# 0.5 %). One that ends at most eps succeeds; both are completed only if
-# returned (see LearnedJLTransformer._finish).
+# declared failing without its certificate and polish, which lower the
+# distortion by less than that margin. One that ends at most eps succeeds; both
+# are completed only if returned (see LearnedJLTransformer._finish).
 FINISH_MARGIN = 0.02
 
 
@@ -1317,16 +1281,8 @@ FINISH_MARGIN = 0.02
 # is at least SHARPNESS_RANGE (a distortion of about 0.05). The soft-max's
 # smoothing, up to 2 log(n_pairs) / beta, only counts against that range, so a
 # stage that starts from a narrower one sharpens in proportion (by at most
-# MAX_RANGE_FACTOR). Without it, the low-rank-plus-noise set (500 x 200) ended
-# its final stage (sharpness 1000) at log-ranges of 0.02-0.06, where the
-# soft-max weighed nearly every pair alike: k = 10 / 20 / 40, seeds 0 / 1,
-# 0.02196 / 0.02204, 0.00854 / 0.00854, 0.00595 / 0.00590 -> 0.02175 / 0.02164,
-# 0.00771 / 0.00766, 0.00395 / 0.00394 (final sharpness about 1,900, 5,400 and
-# 7,300). Every other benchmark row stays above the range, unchanged. At 0.25
-# the low-rank set went further (k = 20 / 40: 0.0075 / 0.0035) but digits k = 40
-# rose (0.05190 / 0.05149 -> 0.05205 / 0.05183), and sharpness relative to the
-# range in every stage (the first excepted) raised digits k = 20 and the sparse
-# text-like set (seed 1: 0.3710 -> 0.3850).
+# MAX_RANGE_FACTOR): otherwise it weighs nearly every pair alike. See the
+# design note, "Sharpness against the range".
 SHARPNESS_RANGE = 0.1
 MAX_RANGE_FACTOR = 64.0
 
@@ -1407,10 +1363,9 @@ class _Fit(NamedTuple):
 WATCH_EVERY = 10
 WATCH_WINDOW = 25
 FAIL_PATIENCE = 4
-# The growth's first candidate (or the rank of the data, if smaller): on the
-# benchmark's Gaussian set k = 1, 2 and 4 cost 0.55 s of the search (400
-# active-set iterations each) to say what k = 8 says, that the dimension is
-# larger. A target reached below it is found going down, by bisection.
+# The growth's first candidate (or the rank of the data, if smaller): smaller
+# candidates rarely succeed and each costs a fit. A target reached below it is
+# found going down, by bisection. See the design note, "Dimension search".
 SEARCH_START = 8
 
 
