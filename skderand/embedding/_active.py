@@ -373,7 +373,7 @@ class _ActivePairs:
         sorted by ``row * n + col``) are looked up first.
         """
         key = rows * self.n + cols
-        # Looked up in key order: a sorted search runs about 3x faster than
+        # Looked up in key order: a sorted search runs faster than
         # one of keys in the order of the pass's pools (20,000 of them).
         order = np.argsort(key)
         key = key[order]

@@ -68,8 +68,8 @@ def gram_span(X):
 
 # Arrays of n x n float64 numbers the principal directions of n rows take from
 # their Gram matrix, at most: the matrix, LAPACK's copy of it, its workspace,
-# the eigenvectors and the coordinates (measured at 3,000 rows: a peak of 4.2
-# n^2 numbers with the Gram matrix).
+# the eigenvectors and the coordinates (see the design note, "Memory
+# estimates").
 EIGH_ARRAYS = 5
 
 
@@ -110,16 +110,11 @@ def eigh_span_bytes(n):
 
 # Large sparse input of at least this many rows takes the span's coordinates
 # from a pivoted Cholesky factor of the rows' Gram matrix (LAPACK's dpstrf)
-# instead of its eigendecomposition: a text-like set of 5,000 x 20,000 (0.5 %
-# non-zeros), one BLAS thread, 1.4 s against 22-23 s for ``eigh`` (syevd or
-# syevr), and both grow as n^3. Below it the eigendecomposition costs under a
-# second and keeps the principal directions, which the whitened solves of the
-# map need (see _whitening_scale in _active.py). Fits that never solve in the
-# map's coordinates take the factor below it too (see _Span's ``max_spread``):
-# the sparse text-like set of 1,500 x 4,000, k = 30, seeds 0 / 1 / 2, alone,
-# one BLAS thread: 0.36721 / 0.36862 / 0.36793 in 7.81 / 7.95 / 8.26 s ->
-# 0.36806 / 0.36674 / 0.36662 in 7.00 / 7.28 / 7.38 s (eigh 0.5 s, and the
-# rounds' maps from a triangular solve: map_of_points 0.38 -> 0.18 s).
+# instead of its eigendecomposition, many times faster. Below it the
+# eigendecomposition is cheap and keeps the principal directions, which the
+# whitened solves of the map need (see _whitening_scale in _active.py). Fits
+# that never solve in the map's coordinates take the factor below it too (see
+# _Span's ``max_spread``). See the design note, "Triangular bases of the span".
 CHOLESKY_MIN_SAMPLES = 2000
 
 
@@ -162,10 +157,8 @@ class _Span:
     the directions of little variance without the whitening's floor, and the
     fit solves in whitened principal coordinates instead). From
     ``CHOLESKY_MIN_SAMPLES`` rows on, whatever the spread: there the
-    principal directions cost ``O(n^3)`` (a text-like 5,000 x 20,000 set:
-    22-23 s for ``eigh``) and the map's solves two ``n x n x k`` products
-    per evaluation (text-like 1,200 x 6,000 rows, Zipf-weighted columns,
-    k = 20: 6.4 ms per iteration against 1.3 ms on the embedded points).
+    principal directions cost ``O(n^3)`` with a large constant, and the map's
+    solves two ``n x n x k`` products per evaluation.
 
     Ratios of distances do not depend on the data's scale; the coordinates are
     divided by ``scale`` so that squared distances neither underflow nor overflow.
@@ -232,8 +225,7 @@ class _Span:
             gram = centred_gram.dense()
         max_sq_norm = max(gram.diagonal().max(), 0.0)
         # Divide and conquer (LAPACK's syevd), not the default syevr: every
-        # eigenvector is needed, and there it is faster (1,500 x 1,500, one
-        # BLAS thread: 0.43 s against 0.58 s).
+        # eigenvector is needed, and there it is faster.
         lam, U = linalg.eigh(gram, check_finite=False, driver="evd")
         del gram
         lam, U = lam[::-1], U[:, ::-1]
@@ -241,11 +233,9 @@ class _Span:
         # eigenvalue) are dropped, unless one could hold a pair that is not
         # coincident: each row keeps all but at most ``tol`` of its squared
         # norm, so a pair loses at most ``4 tol`` of its squared distance, at
-        # most the coincidence threshold. (The round-off cut alone is on
-        # squared singular values: 600 sparse rows whose only near-duplicate
-        # pair differs by 1.6e-10 of the largest squared distance lost its one
-        # direction, a pair of ratio 0.67 under the map went unseen, and
-        # distortion_ read 0.2395 against the map's 0.3009.)
+        # most the coincidence threshold. (The round-off cut alone, on
+        # squared singular values, can drop the one direction of a
+        # near-duplicate pair: see the design note, "The span's rank".)
         tol = min(max(lam[0], 0.0) * eps, COINCIDENT_RTOL * max_sq_norm / 4.0)
         rank = _centred_rank(lam, tol, n)
         lam, U = np.maximum(lam[:rank], np.finfo(np.float64).tiny), U[:, :rank]
@@ -301,13 +291,9 @@ class _Span:
 # Gram eigenvalues below this fraction of the largest are taken again from
 # products with the rows (see _refine_small_directions): ``eigh`` gives every
 # eigenvalue to about ``eps`` of the largest, a relative error of 2e-8 at this
-# fraction and of 100 % at the round-off cut. 200 sparse rows with a
-# near-duplicate pair (squared distance 1.4e-10 of the largest squared norm;
-# eigenvalue 7e-13 of the largest) kept its distance to 5e-4 from ``eigh``
-# alone, to round-off (1e-15) taken again. Not higher: text-like rows with
-# Zipf-weighted columns (1,200 x 6,000 / 1,500 x 4,000 / 1,999 x 20,000) have
-# 401 / 653 / 1,088 directions below 1e-6 (their products cost about as much
-# as the span itself), none below 1e-8.
+# fraction and of 100 % at the round-off cut. Not higher: wide sparse data can
+# have hundreds of directions below 1e-6, whose products cost about as much as
+# the span itself. See the design note, "The span's rank".
 REFINE_BELOW = 1e-8
 
 
@@ -374,10 +360,9 @@ class _SparseGram:
         """``K P`` for ``P`` of shape (n, m), in float64 (``single`` ignored).
 
         ``Xc^T P = X^T P - m (1^T P)`` and ``Xc Z = X Z - 1 (m^T Z)``: two
-        sparse products instead of an ``n x n x m`` dense one. Text-like rows
-        (100 non-zeros each), ``m = 30``, one BLAS thread: 1,500 / 5,000 /
-        10,000 points 1.2 / 13 / 28 ms against 2.4 / 31 / 120 ms for ``K`` in
-        float32.
+        sparse products instead of an ``n x n x m`` dense one, cheaper than
+        ``K`` in float32 for sparse rows (see the design note, "Performance
+        notes").
         """
         Z = self.rows_t @ P - np.outer(self.mean, P.sum(axis=0))
         out = self.rows_ @ Z - (self.mean @ Z)[None, :]
@@ -574,10 +559,9 @@ class _PivotedCholesky(_TriangularCoords):
     an invertible lower triangular ``F`` (see :class:`_TriangularCoords`; a
     centred ``Y`` has its rows in the same order).
 
-    Accuracy: on the text-like sets (1,500 x 4,000 and 5,000 x 20,000) the
-    squared distances of these coordinates match those of the Gram matrix to
-    6e-13 and 9e-12 relative (those of the eigendecomposition's to 2e-15): the
-    blocked factorization's round-off, about ``n`` unit round-offs.
+    Accuracy: the squared distances of these coordinates match those of the
+    Gram matrix to the blocked factorization's round-off, about ``n`` unit
+    round-offs (see the design note, "Triangular bases of the span").
 
     ``gram`` (C-ordered float64) is overwritten: its memory holds the
     coordinates.
@@ -598,8 +582,7 @@ class _PivotedCholesky(_TriangularCoords):
         # The rows of L[:, :rank] packed into a C-ordered n x rank array in
         # the same memory, zero beyond the trapezoid. Row i moves to offset
         # i * rank from i * n: no later row's entries are overwritten before
-        # they are read (a copy and np.tril took 0.7 s and n^2 floats more
-        # at 10,000 points).
+        # they are read (a copy and np.tril would take n^2 floats more).
         flat = U.T.reshape(-1)
         for i in range(n):
             m = min(i + 1, rank)
@@ -638,8 +621,8 @@ def _qr_span(Xc):
     rank is ``n - 1``: with ``Xc[:-1]^T = Q R`` (Householder, backward stable
     as the SVD, and not squaring the condition number as the Gram matrix's
     factor would), their coordinates in the basis ``Q`` are ``R^T``, and the
-    last row's are its products with ``Q``. 1,200 x 2,000 Gaussian rows, one
-    BLAS thread: 0.17 s against 1.34 s for the SVD. A diagonal entry of ``R``
+    last row's are its products with ``Q``, several times faster than the
+    SVD. A diagonal entry of ``R``
     below the SVD's round-off threshold gives None. Without pivoting the
     diagonal does not always reveal a lower rank (300 rows and a duplicate:
     a last entry of 9e-13 of the largest, against singular values of 3e-14
@@ -674,12 +657,11 @@ def gram_distance_rtol(rank):
     :func:`exact_sq_dists` itself, if larger. The Gram form's bound for
     near-orthogonal points is about twice the direct sum's, and that alone
     passes ``1e-12`` from about 4,500 dimensions on: every new pair was then
-    gathered and measured directly, two rows of ``rank`` numbers each (sparse
-    text-like 5,000 x 20,000, rank 5,000: with the copies that
-    :func:`exact_sq_dists` no longer makes, 85 % of a fit by a sampling
-    profile). The factor keeps the stored distances within a few times the
-    direct sum's own bound there, and changes nothing below about 2,300
-    dimensions (``4 gamma_rank`` below ``1e-12``).
+    gathered and measured directly, two rows of ``rank`` numbers each, most
+    of a fit's time in thousands of dimensions. The factor keeps the stored
+    distances within a few times the direct sum's own bound there, and
+    changes nothing below about 2,300 dimensions (``4 gamma_rank`` below
+    ``1e-12``).
     """
     return max(GRAM_RTOL, GRAM_DIRECT_FACTOR * _gamma(rank))
 
@@ -695,8 +677,7 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
         # The rows of a Fortran-ordered X (the span of large sparse input: LAPACK's
         # eigenvectors) are the columns of the C-ordered X.T, gathered in place:
         # np.take along axis 0 would first copy all of X into C order, at each
-        # call (5,000 x 20,000 text-like, rank 5,000: 20 s for the first pass's
-        # pairs of consecutive points alone).
+        # call.
         XT = X.T
         for start in range(0, rows.size, step):
             sl = slice(start, start + step)
@@ -706,10 +687,7 @@ def exact_sq_dists(X, rows, cols, chunk=1 << 18):
         return out
     # Each chunk's differences by its pairs' difference operator: bit for bit
     # the gathered subtraction (see difference_matrix) at a third to half of
-    # its cost (alone, one BLAS thread: 44,692 pairs of 300 points in 299
-    # dimensions 55 -> 21 ms, 7,994 of digits' points in 61 dimensions 3.3 ->
-    # 0.9 ms, 19,998 of 20,000 points in 100 dimensions 12.0 -> 6.3 ms,
-    # against gathers into two kept work arrays).
+    # its cost (see the design note, "Performance notes").
     for start in range(0, rows.size, step):
         sl = slice(start, start + step)
         B = difference_matrix(rows[sl], cols[sl], X.shape[0])
@@ -734,9 +712,7 @@ class _PairScanner:
     With ``lower_trapezoidal`` (the coordinates of a Cholesky factor, see
     ``_PivotedCholesky``: row ``i`` of ``X`` is 0 beyond its first ``i + 1``
     entries) the stored distances of rows ``a:b`` against the later ones
-    need the first ``b`` columns only: a third of the products of all pairs
-    (the stored distances of 10,000 points, one BLAS thread: 20-21 s ->
-    8-10 s; of 5,000, 2.8 s -> 1.1-1.4 s).
+    need the first ``b`` columns only: a third of the products of all pairs.
     """
 
     def __init__(self, X, lower_trapezoidal=False):
@@ -937,8 +913,7 @@ class _PairScanner:
         if spread is None and np.isfinite(q_error):
             # The first pass, on stored distances: the spread over the pairs
             # of consecutive points (at most that of all pairs) decides, so
-            # that it runs in float32 too (20,000 x 100, k = 20: a float64
-            # pass of about 2 s against 0.6 s).
+            # that it runs in float32 too (faster than float64).
             spread = self._chain_spread(Y)
         float32 = x_rel <= FLOAT32_MAX_DISTANCE_ERROR and (
             q_error + x_rel * self.r_abs <= FLOAT32_MAX_SHARE * (spread or 0.0)
@@ -1142,8 +1117,7 @@ def difference_matrix(ri, ci, n_points):
     A CSR array of shape ``(n_pairs, n_points)``; row ``p`` is +1 at ``ri[p]``
     and -1 at ``ci[p]``. The product sums ``1 * y_i`` and ``(-1) * y_j`` from
     0, each term exact, so it equals the subtraction bit for bit, at a third
-    of the cost of two gathers (35,000 pairs, k = 30: 0.57 against 1.6-3.5
-    ms).
+    of the cost of two gathers.
     """
     m = ri.size
     if m and np.all(ri < ci):
@@ -1176,7 +1150,7 @@ def _weighted_transpose_product(BT, weighted, w, diff):
     of forming the ``(n_pairs, k)`` array ``w * diff``: each term ``(+-w_p) *
     diff_p`` equals ``(+-1) * (w_p * diff_p)`` exactly (a sign change is exact
     and rounding is symmetric) and the sums run in the same order, so the
-    product is bit-identical (digits k = 20: 1.1 -> 0.65 ms per product).
+    product is bit-identical, and faster.
     """
     np.take(w, BT.indices, out=weighted.data, mode="clip")
     np.multiply(weighted.data, BT.data, out=weighted.data)
@@ -1229,10 +1203,9 @@ class _PairObjective:
         """The coordinates of the points in the pairs (rows ``used`` of the data).
 
         Gathered on first use: rounds on embedded points (see
-        :meth:`embedded`) never use them, and the copies ``X[used]`` of the
-        sparse text-like set's rounds that leave a point out (1,500 x 1,499
-        coordinates) took 0.1 s of its fit. When every point is used this is
-        X itself, not a copy (which cost 3-4 ms per round).
+        :meth:`embedded`) never use them, and the copies ``X[used]`` are
+        costly in spans of many dimensions. When every point is used this is
+        X itself, not a copy.
         """
         if self._X is None:
             X, used = self._X_all, self.used
@@ -1279,10 +1252,8 @@ class _PairObjective:
 
         With ``products`` the two ``n x d x k`` products with ``X`` run in
         float32 too, on a float32 copy of ``X``: for the long rounds of tens of
-        thousands of points, where they are most of an evaluation (20,000 x
-        100, k = 20: about 6 of 9 ms, profiled). In the short rounds ``X M^T``
-        in float32 moved breast_cancer off its path (see
-        :meth:`_at_points_single`).
+        thousands of points, where they are most of an evaluation. In the
+        short rounds ``X M^T`` stays float64 (see :meth:`_at_points_single`).
         """
         if products:
             self._X32 = self.X.astype(np.float32)
@@ -1313,12 +1284,8 @@ class _PairObjective:
     def _sq_dists(self, Y):
         """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses."""
         # The sparse product, not two gathers and a subtraction into kept work
-        # arrays (the same numbers): evaluations at the digits k = 20 fit's 37
-        # rounds, interleaved in one process, were 4-8 % slower with the gathers
-        # (three passes over (n_pairs, k) arrays instead of one); kept arrays
-        # for q and the floored ratios, also shared by the rounds' objectives,
-        # changed nothing measurable (0.99-1.02). Per pair (float64, k = 20):
-        # product or gathers 11 ns, einsum 6.5 ns, weighted B^T product 13 ns.
+        # arrays (the same numbers, three passes over (n_pairs, k) arrays
+        # instead of one; see the design note, "Performance notes").
         # A float32 Y (the Hessian products of embedded_hessp) takes B in float32.
         B = self._float32_pairs()[0] if Y.dtype == np.float32 else self.B
         diff = B @ Y
@@ -1388,17 +1355,9 @@ class _PairObjective:
 
     def _at_points_single(self, Y):
         """:meth:`_at_points` of the direct map in float32 (see :meth:`single`)."""
-        # X M^T stays float64 (rounded here): computed in float32 it moved
-        # breast_cancer k = 8 seeds 1 / 5 from 0.4153 / 0.4149 to 0.4232 /
-        # 0.4462 (cancellation in the low-variance directions). The gradient's
-        # product with X in float32 kept the distortions within seed noise
-        # (digits k = 20 seeds 0-15 0.27389 against 0.27352 on average,
-        # breast_cancer k = 8 seeds 0-7 0.41514 both) and took 3-9 % off the
-        # float32 rounds' evaluations, about 2 % of the fit: not worth a new
-        # path. The squared distances as np.square and a float32
-        # matrix-vector product with ones instead of the einsum (into kept
-        # arrays; about 5 % off these evaluations): digits k = 20 seeds 0-15
-        # 0.27410 against 0.27352 on average.
+        # X M^T stays float64 (rounded here): in float32 it cancels in the
+        # low-variance directions and moves fits to worse basins (see the
+        # design note, "Rejected alternatives").
         B, BT, d2 = self._single
         diff = B @ Y.astype(np.float32, copy=False)
         # In place: the einsum's result is this evaluation's own array.
@@ -1537,8 +1496,7 @@ class _PairObjective:
         evaluates, and so does the product: for the Lanczos products of the
         certificate on embedded points (see
         ``skderand.embedding._active._embedded_certificate``), at half the
-        memory traffic of float64 (the sparse text-like set, k = 30, 57,000
-        pairs: 7.0-7.5 -> 3.6-4.1 ms per product in the fit).
+        memory traffic of float64.
         """
         if self.derandomized:
             raise NotImplementedError("hessp is exact for the direct map only.")
@@ -1703,11 +1661,9 @@ class _GramObjective(_PairObjective):
 
     def _sq_dists(self, Y):
         # Fresh arrays here and in _gradient, not work arrays: kept n x n
-        # buffers saved 3 % of the direct surrogate's evaluation but made the
-        # derandomized fit (Gaussian 300 x 1000, k = 10) 1.6-1.9x slower, its
-        # twenty fresh (n_pairs,) temporaries per evaluation then going back to
-        # the system and faulting in again (the allocator's thresholds follow
-        # the largest block freed).
+        # buffers make the allocator return the derandomized evaluation's
+        # many (n_pairs,) temporaries to the system, which then fault in
+        # again (see the design note, "Rejected alternatives").
         sq = np.einsum("ij,ij->i", Y, Y)
         gram = (Y @ Y.T).ravel()
         return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
@@ -1816,11 +1772,10 @@ def _direct_surrogate(r, beta, work=_fresh):
     two soft-max weight vectors (which :meth:`_PairObjective.hessp` reuses).
 
     ``work(name, shape)`` supplies the arrays the results are written to. The
-    objectives pass one that keeps them between evaluations (at high sharpness
-    a fresh array per operation cost the surrogate more in page faults than in
-    arithmetic, 1.6 of its 1.8 ms for 44,850 pairs); the operations, hence the
-    results, are the same. Results in kept arrays are overwritten by the next
-    call.
+    objectives pass one that keeps them between evaluations (a fresh array
+    per operation can cost more in page faults than in arithmetic); the
+    operations, hence the results, are the same. Results in kept arrays are
+    overwritten by the next call.
     """
     mlog = np.log(r, out=work("log", r.shape))
     centre = mlog.mean()
