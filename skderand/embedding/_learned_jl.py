@@ -1,6 +1,5 @@
 """A learned, deterministic Johnson-Lindenstrauss embedding of a point set."""
 
-import time
 import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -42,6 +41,15 @@ from skderand.embedding._active import (
 from skderand.embedding._distinct import distinct_rows
 from skderand.embedding._pairs import _Span
 from skderand.embedding._polish import polish_minimax
+from skderand.embedding._search import (
+    SEARCH_START,
+    _growth_exponent,  # noqa: F401 (tests import it from this module)
+    _power_law_dimension,  # noqa: F401 (tests import it from this module)
+    decide_after_stage,
+    gives_up,
+    search_dimension,
+    watched_stage,
+)
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
     record_certificate,
@@ -581,7 +589,7 @@ class LearnedJLTransformer(
         # did not find deeper basins than as many fresh starts (see the design
         # note, "Rejected alternatives").
         if self.n_components == "auto":
-            first = self._search_dimension(span, pairs, seeds[0], curvature_tol)
+            first = search_dimension(self, span, pairs, seeds[0], curvature_tol)
             fits, k = [first], first.W.shape[0]
             jobs = [(pairs.for_another_start(), seed) for seed in seeds[1:]]
         elif self.n_init == 1:
@@ -658,7 +666,7 @@ class LearnedJLTransformer(
         ends above ``give_up_above[s]`` stops there, uncertified
         (``certificate`` is then ``False``: such a fit only says "fails").
         With ``decide_at = eps``, an all-pairs fit is watched during its
-        stages (see ``_Watch``) and returned as soon as it is decided: at a
+        stages (see ``_search._Watch``) and returned as soon as it is decided: at a
         map of exact distortion at most ``eps`` (succeeds), or when its final
         stage stalls or ends above ``(1 + FINISH_MARGIN) eps`` (fails), before
         its certificate and polish, with ``pending`` holding what
@@ -700,7 +708,7 @@ class LearnedJLTransformer(
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
-        betas = self._sharpness_stages()
+        betas = _sharpness_stages(self.softmax_sharpness, self.n_stages)
         if initial_distortion is None:
             initial_distortion = initial
         best = _Fit(
@@ -793,13 +801,6 @@ class LearnedJLTransformer(
             return fit._replace(n_iter=n_iter)
         return again._replace(n_iter=n_iter)
 
-    def _sharpness_stages(self):
-        """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
-        return [
-            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
-            for s in range(self.n_stages)
-        ]
-
     def _run_stages(
         self,
         pairs,
@@ -834,7 +835,10 @@ class LearnedJLTransformer(
         rank = pairs.X.shape[1]
         derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
-        watched = decide_at is not None and pairs.complete and k < rank
+        # A search candidate below the rank is decided at eps (at the rank an
+        # isometry exists): during its stages where every pair is active.
+        eps = decide_at if k < rank else None
+        watched = eps is not None and pairs.complete
         # The exact distortion at z (known at the start and at stage ends).
         if first == 0:
             at_z = best.distortion
@@ -844,111 +848,89 @@ class LearnedJLTransformer(
             beta = betas[stage] * _range_factor(at_z)
             final_beta = beta
             final = stage == len(betas) - 1
-            decided = None
-            resume = stage  # a stage decided before its end restarts from there
+            budget = {"tol": self.tol, "max_iter": self.max_iter}
             if watched:
-                z, n_iter, decided = self._watched_stage(
-                    pairs, z, k, beta, final, decide_at, kwargs, at_z
+                z, n_iter, decided = watched_stage(
+                    pairs, z, k, beta, final, decide_at, kwargs, at_z, **budget
                 )
             else:
                 z, n_iter = pairs.solve_stage(
-                    z,
-                    k,
-                    beta,
-                    max_iter=self.max_iter,
-                    tol=self.tol,
-                    rng=rng,
-                    final=final,
-                    **kwargs,
+                    z, k, beta, rng=rng, final=final, **budget, **kwargs
                 )
+                decided = None
             n_iter_total += n_iter
-            M = z[: k * rank].reshape(k, rank)
-            sigma = abs(z[-1]) if derandomized else 0.0
-            r_min, r_max = pairs.extremes(M)
-            distortion = _scale_free(r_min, r_max)
-            at_z = distortion
-            if (
-                decided is None
-                and not final
-                and decide_at is not None
-                and k < rank
-                and distortion <= min(decide_at, best.distortion)
-            ):
-                # An active-set stage (or a watched one whose last map was
-                # not read) ended at most eps: decided, the next stage
-                # resumes it (the active set is rebuilt there).
-                resume = stage + 1
-                decided = "reached eps at the end of the stage"
-            if decided is None and final and watched:
-                # The stage ran to its end: decided unless just above eps (the
-                # certificate and polish may still bring it below).
-                resume = stage + 1
-                if distortion <= min(decide_at, best.distortion):
-                    decided = "at most eps at the end of the final stage"
-                elif distortion > decide_at * (1.0 + FINISH_MARGIN):
-                    decided = "above the margin at the end of the final stage"
+            end = _stage_end(pairs, z, k, derandomized)
+            at_z = end["distortion"]
+            decided, resume = decide_after_stage(
+                decided,
+                stage,
+                at_z,
+                best.distortion,
+                final=final,
+                watched=watched,
+                eps=eps,
+            )
+            # What the search returns if the candidate stops at this stage.
+            stopped = best._replace(**end, n_iter=n_iter_total, certificate=False)
+            where = _stage_line(k, stage, len(betas), beta, at_z)
             if decided is not None:
                 if self.verbose:
                     print(
-                        f"[LearnedJLTransformer] k={k} stage {stage + 1}/"
-                        f"{len(betas)} softmax_sharpness={beta:.4g}: distortion "
-                        f"{distortion:.4f}, {n_iter} iterations; decided before "
-                        f"the certificate and polish ({decided})",
+                        f"{where}, {n_iter} iterations; decided before the "
+                        f"certificate and polish ({decided})",
                         flush=True,
                     )
-                return best._replace(
-                    W=M,
-                    distortion=distortion,
-                    r_min=r_min,
-                    r_max=r_max,
-                    sigma=sigma,
-                    n_iter=n_iter_total,
-                    certificate=False,
-                    stages=tuple(stages),
-                    pending=(z, resume, z_start, rng, best, final_beta),
-                )
-            stages.append(distortion)
+                pending = (z, resume, z_start, rng, best, final_beta)
+                return stopped._replace(stages=tuple(stages), pending=pending)
+            stages.append(at_z)
             if self.verbose:
+                scale = end["sigma"] * np.sqrt(2.0 / (end["r_min"] + end["r_max"]))
                 print(
-                    f"[LearnedJLTransformer] k={k} stage {stage + 1}/{len(betas)} "
-                    f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}, "
-                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}, "
-                    f"{n_iter} iterations, active set {pairs.rows.size} pairs",
+                    f"{where}, scale {scale:.2e}, {n_iter} iterations, active "
+                    f"set {pairs.rows.size} pairs",
                     flush=True,
                 )
-            if (
-                not final
-                and stage < len(give_up_above)
-                and distortion > give_up_above[stage]
-                # Only a stage that ended at a log-range of at least
-                # SHARPNESS_RANGE says the candidate fails: below it, its
-                # soft-max did not resolve the extremes (see GIVE_UP_FACTOR).
-                and _range_factor(distortion) == 1.0
-            ):
-                return best._replace(
-                    W=M,
-                    distortion=distortion,
-                    r_min=r_min,
-                    r_max=r_max,
-                    sigma=sigma,
-                    n_iter=n_iter_total,
-                    certificate=False,
-                    stopped_after=stage + 1,
-                    stages=tuple(stages),
-                )
-        z, n_cert, certificate = self._certify(
-            pairs, z, k, final_beta, rng, curvature_tol
+            # Only a stage that ended at a log-range of at least
+            # SHARPNESS_RANGE says the candidate fails: below it, its soft-max
+            # did not resolve the extremes (see _search.GIVE_UP_FACTOR).
+            resolved = _range_factor(at_z) == 1.0
+            if not final and resolved and gives_up(stage, at_z, give_up_above):
+                return stopped._replace(stopped_after=stage + 1, stages=tuple(stages))
+        fit = self._certify_and_pick(
+            pairs, z, k, rng, best, curvature_tol, z_start, final_beta, n_iter_total
         )
-        n_iter_total += n_cert
-        M = z[: k * rank].reshape(k, rank)
-        sigma = abs(z[-1]) if derandomized else 0.0
-        r_min, r_max = pairs.extremes(M)
-        distortion = _scale_free(r_min, r_max)
+        return fit._replace(stages=tuple(stages))
+
+    def _certify_and_pick(
+        self, pairs, z, k, rng, best, curvature_tol, z_start, beta, n_iter
+    ):
+        """Certify the final stage's end point ``z``; then :meth:`_pick`.
+
+        The certificate is that of ``certify_stage`` on the final surrogate
+        (sharpness ``beta``); shared by a fit run to its end and by
+        :meth:`_finish`, so that both certify the same way.
+        """
+        derandomized = self.algorithm == "derandomized"
+        objective = pairs.objective(
+            k, beta, derandomized=derandomized, penalty=self.alpha
+        )
+        z, n_cert, certificate = certify_stage(
+            pairs,
+            objective,
+            z,
+            k,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            max_iter=min(CERTIFY_ITER, self.max_iter),
+            rng=rng,
+            verbose=self.verbose,
+        )
+        end = _stage_end(pairs, z, k, derandomized)
         if self.verbose:
             print(
                 f"[LearnedJLTransformer] k={k} certificate: distortion "
-                f"{distortion:.4f}, grad norm {certificate.grad_norm:.2e}, min eig "
-                f"{certificate.min_hessian_eig:.2e}, {n_cert} iterations",
+                f"{end['distortion']:.4f}, grad norm {certificate.grad_norm:.2e}, "
+                f"min eig {certificate.min_hessian_eig:.2e}, {n_cert} iterations",
                 flush=True,
             )
         return self._pick(
@@ -956,35 +938,17 @@ class LearnedJLTransformer(
             best,
             z_start,
             k,
-            final_beta,
+            beta,
             rng,
             curvature_tol,
-            M=M,
-            r_min=r_min,
-            r_max=r_max,
-            sigma=sigma,
-            distortion=distortion,
+            M=end["W"],
+            r_min=end["r_min"],
+            r_max=end["r_max"],
+            sigma=end["sigma"],
+            distortion=end["distortion"],
             certificate=certificate,
-            n_iter=n_iter_total,
-        )._replace(stages=tuple(stages))
-
-    def _watched_stage(self, pairs, z, k, beta, final, eps, kwargs, at_z):
-        """One all-pairs stage of a search candidate, decided as soon as it can be.
-
-        Returns ``(z, n_iter, decided)``: ``decided`` is None when the stage ran
-        to its end, else why it stopped early (see ``_Watch``); ``n_iter`` then
-        counts the objective's evaluations.
-        """
-        watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
-        start = time.perf_counter()
-        try:
-            z, n_iter, _ = pairs._lbfgs(
-                watch, z, self.tol, self.max_iter, stop_at_tol=final
-            )
-        except _Decided as stop:
-            pairs.stats["solve_s"] += time.perf_counter() - start
-            return stop.z, watch.n_eval, stop.reason
-        return z, n_iter, None
+            n_iter=n_iter + n_cert,
+        )
 
     def _finish(self, pairs, fit, curvature_tol):
         """Complete a fit the dimension search decided before its end.
@@ -997,7 +961,7 @@ class LearnedJLTransformer(
         z, stage, z_start, rng, best, final_beta = fit.pending
         k = fit.W.shape[0]
         pairs.reset(k)
-        betas = self._sharpness_stages()
+        betas = _sharpness_stages(self.softmax_sharpness, self.n_stages)
         if fit.distortion < best.distortion:
             best, z_start = fit._replace(pending=None), z
         return self._run_stages(
@@ -1015,30 +979,6 @@ class LearnedJLTransformer(
             final_beta=final_beta,
             # The exact distortion of the point decided at (measured there).
             at_z=fit.distortion,
-        )
-
-    def _certify(self, pairs, z, k, beta, rng, curvature_tol):
-        """Certify the final stage's end point ``z`` (see ``certify_stage``).
-
-        Returns ``(z, n_iter, certificate)``; shared by a fit run to its end and
-        by :meth:`_finish`, so that both certify the same way.
-        """
-        objective = pairs.objective(
-            k,
-            beta,
-            derandomized=self.algorithm == "derandomized",
-            penalty=self.alpha,
-        )
-        return certify_stage(
-            pairs,
-            objective,
-            z,
-            k,
-            tol=self.tol,
-            curvature_tol=curvature_tol,
-            max_iter=min(CERTIFY_ITER, self.max_iter),
-            rng=rng,
-            verbose=self.verbose,
         )
 
     def _pick(
@@ -1094,92 +1034,6 @@ class LearnedJLTransformer(
                 )
             )
         return best._replace(n_iter=n_iter)
-
-    def _search_dimension(self, span, pairs, seed, curvature_tol):
-        """Smallest ``k`` whose learned map reaches ``eps``.
-
-        Growth from ``SEARCH_START``, then a safeguarded interpolation search
-        (the bisection, when ``SEARCH_START`` already succeeds). While the
-        candidates fail, the next one is the dimension (nearest integer) at which a
-        distortion falling as ``k**(-a)`` would reach ``eps``, at least ``k +
-        1`` and at most ``2 k``, with ``a`` from :func:`_growth_exponent`.
-        Then, between the largest failing dimension ``lo`` and the smallest
-        succeeding one ``hi``, the next candidate is where the power law
-        through their two distortions reaches ``eps`` (a bisection step
-        instead after two candidates with the same outcome in a row, so that
-        a run of one-sided steps stays short). A candidate whose first stage
-        ends above ``GIVE_UP_FACTOR * eps``, or whose later non-final stage
-        ends above ``eps * (1 + LATER_GIVE_UP * stages_left)``, is declared
-        failing there; an all-pairs candidate is decided during its stages
-        (``_Watch``). A candidate that fails in or after its final stage runs
-        again from PCA's map where that is better (see
-        :meth:`_no_worse_than_pca`). Only the returned candidate is completed
-        (:meth:`_finish`).
-        """
-        cache = {}
-        n_stages = self.n_stages
-        give_up_above = [GIVE_UP_FACTOR * self.eps] + [
-            self.eps * (1.0 + LATER_GIVE_UP * (n_stages - 1 - stage))
-            for stage in range(1, n_stages - 1)
-        ]
-
-        def fit_k(k):
-            if k not in cache:
-                search = {"give_up_above": give_up_above, "decide_at": self.eps}
-                cache[k] = self._fit_dimension(
-                    span, pairs, k, seed, curvature_tol, **search
-                )
-                # A candidate that fails in or after its final stage may sit in
-                # a local minimum above PCA's map. One given up after an
-                # earlier stage ended far above eps, and a run from PCA's map
-                # is not tried for it (see the design note, "Rejected
-                # alternatives").
-                if cache[k].distortion > self.eps and not cache[k].stopped_after:
-                    cache[k] = self._no_worse_than_pca(
-                        span, pairs, cache[k], seed, curvature_tol, **search
-                    )
-                if self.verbose:
-                    stopped = cache[k].stopped_after
-                    print(
-                        f"[LearnedJLTransformer] n_components={k}: distortion "
-                        f"{cache[k].distortion:.4f} (eps={self.eps})"
-                        + (f", stopped after stage {stopped}" if stopped else ""),
-                        flush=True,
-                    )
-            return cache[k]
-
-        # At the rank of the centred data an isometry of its span exists (and
-        # _fit_dimension returns it), so the search is bounded and succeeds.
-        k_max = pairs.X.shape[1]
-        lo, hi = 0, k_max  # the dimension lo fails (0 trivially), hi succeeds
-        k = min(SEARCH_START, k_max)
-        while k < k_max:
-            fit = fit_k(k)
-            if fit.distortion <= self.eps:
-                hi = k
-                break
-            exponent = _growth_exponent(lo, cache.get(lo), k, fit)
-            lo = k
-            predicted = int(np.round(k * (fit.distortion / self.eps) ** (1 / exponent)))
-            k = min(max(k + 1, predicted), 2 * k, k_max)
-        outcomes = []
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            same_twice = len(outcomes) >= 2 and outcomes[-1] == outcomes[-2]
-            if lo in cache and hi in cache and not same_twice:
-                mid = _power_law_dimension(
-                    lo, cache[lo].distortion, hi, cache[hi].distortion, self.eps
-                )
-            success = fit_k(mid).distortion <= self.eps
-            outcomes.append(success)
-            if success:
-                hi = mid
-            else:
-                lo = mid
-        fit = fit_k(hi)
-        if fit.pending is not None:
-            fit = self._finish(pairs, fit, curvature_tol)
-        return fit
 
     def transform(self, X):
         """Project the data with the learned map.
@@ -1261,22 +1115,6 @@ class LearnedJLTransformer(
 # the design note, "Size of the active set".
 WORKING_SET = 4000
 
-# The dimension search gives a candidate up early when a stage ends too far
-# above eps for the later stages to bring it below: the first (bluntest) stage
-# above GIVE_UP_FACTOR * eps, a later non-final one above eps * (1 +
-# LATER_GIVE_UP * the stages left after it). Neither applies to a stage that
-# ends at a log-range below SHARPNESS_RANGE: there the blunt stages leave the
-# ratios near an average fit, whatever k. See the design note, "Giving up on a
-# candidate".
-GIVE_UP_FACTOR = 2.5
-LATER_GIVE_UP = 0.35
-# An all-pairs candidate whose final stage ends above (1 + FINISH_MARGIN) eps is
-# declared failing without its certificate and polish, which lower the
-# distortion by less than that margin. One that ends at most eps succeeds; both
-# are completed only if returned (see LearnedJLTransformer._finish).
-FINISH_MARGIN = 0.02
-
-
 # A stage's sharpness is stated for ratios whose log-range log(r_max / r_min)
 # is at least SHARPNESS_RANGE (a distortion of about 0.05). The soft-max's
 # smoothing, up to 2 log(n_pairs) / beta, only counts against that range, so a
@@ -1304,37 +1142,32 @@ def _range_factor(distortion):
     return min(SHARPNESS_RANGE / max(log_range, 1e-300), MAX_RANGE_FACTOR)
 
 
-def _growth_exponent(k0, fit0, k1, fit1):
-    """The exponent ``a`` of ``d(k) ~ k^(-a)`` between two failing candidates.
-
-    Measured on the distortions at the end of the last stage both ran (the
-    first stages' distortions fall with ``k`` as the final ones do), clipped
-    to ``[0.5, 1]``: 0.5 (a random projection's rate) when there is no such
-    stage.
-    """
-    if fit0 is None or k0 < 1:
-        return 0.5
-    s = min(len(fit0.stages), len(fit1.stages)) - 1
-    if s < 0 or not fit0.stages[s] > fit1.stages[s] > 0:
-        return 0.5
-    exponent = np.log(fit0.stages[s] / fit1.stages[s]) / np.log(k1 / k0)
-    return float(np.clip(exponent, 0.5, 1.0))
+def _sharpness_stages(softmax_sharpness, n_stages):
+    """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
+    return [softmax_sharpness / 4.0 ** (n_stages - 1 - s) for s in range(n_stages)]
 
 
-def _power_law_dimension(lo, d_lo, hi, d_hi, eps):
-    """Where ``d(k) = d_hi (k / hi)^(-a)`` through both points reaches ``eps``.
+def _stage_end(pairs, z, k, derandomized):
+    """The map at a stage's end point ``z``: the fields of ``_Fit`` it sets."""
+    rank = pairs.X.shape[1]
+    M = z[: k * rank].reshape(k, rank)
+    sigma = abs(z[-1]) if derandomized else 0.0
+    r_min, r_max = pairs.extremes(M)
+    return {
+        "W": M,
+        "distortion": _scale_free(r_min, r_max),
+        "r_min": r_min,
+        "r_max": r_max,
+        "sigma": sigma,
+    }
 
-    ``lo`` fails (``d_lo > eps``) and ``hi`` succeeds (``d_hi <= eps``); the
-    result is clipped to ``lo + 1 .. hi - 1`` (the midpoint if the distortions
-    do not fall with ``k``).
-    """
-    if not (d_lo > eps >= d_hi > 0) or lo < 1:
-        return (lo + hi) // 2
-    exponent = np.log(d_lo / d_hi) / np.log(hi / lo)
-    # The nearest integer: the crossing itself is a guess, and a guess just
-    # above an integer is as likely to succeed at it as to fail.
-    k = int(np.round(hi * (d_hi / eps) ** (1.0 / exponent)))
-    return min(max(k, lo + 1), hi - 1)
+
+def _stage_line(k, stage, n_stages, beta, distortion):
+    """The start of a stage's line of verbose output."""
+    return (
+        f"[LearnedJLTransformer] k={k} stage {stage + 1}/{n_stages} "
+        f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}"
+    )
 
 
 class _Fit(NamedTuple):
@@ -1352,102 +1185,3 @@ class _Fit(NamedTuple):
     stopped_after: int = 0  # the dimension search gave up after this stage (0: no)
     stages: tuple = ()  # all-pairs distortion at the end of each stage run
     pending: tuple = None  # decided before its certificate (see _fit_dimension)
-
-
-# The dimension search decides an all-pairs candidate during its stages (see
-# _Watch): it reads the distortion after every evaluation when the objective
-# keeps its log-ratios, else it measures it exactly every WATCH_EVERY
-# evaluations; a final stage fails when, over the last WATCH_WINDOW evaluations,
-# its lowest distortion fell by less than 1 / FAIL_PATIENCE of its remaining
-# distance to eps (and it is above the margin the polish may still close).
-WATCH_EVERY = 10
-WATCH_WINDOW = 25
-FAIL_PATIENCE = 4
-# The growth's first candidate (or the rank of the data, if smaller): smaller
-# candidates rarely succeed and each costs a fit. A target reached below it is
-# found going down, by bisection. See the design note, "Dimension search".
-SEARCH_START = 8
-
-
-class _Decided(Exception):
-    """Raised by ``_Watch`` to end the stage of a decided candidate."""
-
-    def __init__(self, z, reason):
-        super().__init__(reason)
-        self.z = z
-        self.reason = reason
-
-
-class _Watch:
-    """The objective of a search candidate's stage, deciding it on the way.
-
-    Each evaluated map's all-pairs distortion ``d`` is read off the lean
-    evaluation's log-ratio range (``tanh`` of half of ``log_range``; otherwise
-    the exact extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
-    first map whose exact distortion, re-measured pair by pair, is at most
-    ``eps``: a map of that dimension reaching ``eps`` exists, which is what the
-    search asks. In the final stage it fails once the lowest ``d`` so far is
-    above ``(1 + FINISH_MARGIN) eps`` and fell by less than ``1 /
-    FAIL_PATIENCE`` of its distance to ``eps`` over the last ``WATCH_WINDOW``
-    evaluations (a heuristic: the final stage's distortion falls fastest at
-    its start). Either raises ``_Decided`` with the map (on failure, the best
-    one seen).
-    """
-
-    def __init__(self, objective, pairs, k, eps, final, at_start=None):
-        self.objective = objective
-        self.lean = getattr(objective, "lean", False)
-        self.pairs = pairs
-        self.k = k
-        self.eps = eps
-        self.final = final
-        # The log-ratios are read only if they give the exact distortion at
-        # the stage's start (the first evaluation), when that is known.
-        self.read_log = self.lean and at_start is not None
-        self.at_start = at_start
-        self.n_eval = 0
-        self.history = []  # (evaluations, lowest distortion so far)
-        self.best_z = None
-        self.recheck = 0
-
-    def _distortion(self, M):
-        if self.read_log:
-            low, high = self.objective.log_range
-            if np.isfinite(high - low):
-                d = float(np.tanh(0.5 * (high - low)))
-                if self.n_eval > 1 or abs(d - self.at_start) <= 1e-9 * self.at_start:
-                    return d
-            self.read_log = False
-        if self.n_eval % WATCH_EVERY == 1:
-            return _scale_free(*self.pairs.extremes(M))
-        return None
-
-    def __call__(self, z):
-        out = self.objective(z)
-        self.n_eval += 1
-        rank = self.pairs.X.shape[1]
-        M = z[: self.k * rank].reshape(self.k, rank)
-        d = self._distortion(M)
-        if d is None or not np.isfinite(d):
-            return out
-        if d <= self.eps and self.n_eval >= self.recheck:
-            if _scale_free(*self.pairs.extremes(M)) <= self.eps:
-                raise _Decided(z.copy(), "reached eps")
-            # Round-off in the log-ratios' range: measured again later.
-            self.recheck = self.n_eval + WATCH_EVERY
-        if not self.history or d < self.history[-1][1]:
-            self.history.append((self.n_eval, d))
-            self.best_z = z.copy()
-        if not self.final or self.n_eval < 2 * WATCH_WINDOW:
-            return out
-        lowest = self.history[-1][1]
-        earlier = lowest
-        for n_eval, value in self.history:
-            if n_eval > self.n_eval - WATCH_WINDOW:
-                break
-            earlier = value
-        if lowest > self.eps * (1.0 + FINISH_MARGIN) and (
-            lowest - self.eps > FAIL_PATIENCE * (earlier - lowest)
-        ):
-            raise _Decided(self.best_z, "stalled above eps")
-        return out
