@@ -545,26 +545,7 @@ class LearnedJLTransformer(
         self.distortion_ = fit.distortion
         self.initial_distortion_ = fit.initial_distortion
         self.scale_ = float(fit.sigma * factor)
-        if fit.certificate is None:
-            record_trivial_certificate(self, curvature_tol=curvature_tol)
-        else:
-            record_certificate(
-                self,
-                grad_norm=fit.certificate.grad_norm,
-                min_hessian_eig=fit.certificate.min_hessian_eig,
-                tol=self.tol,
-                curvature_tol=curvature_tol,
-                # At least one: a start that is already stationary (the isometry
-                # at k >= rank) still costs the certifying evaluation.
-                n_iter=max(1, fit.n_iter),
-                advice=(
-                    # The count above is over all stages; the budget is each one's.
-                    f"Increase max_iter (now {self.max_iter} per sharpness stage) "
-                    "or loosen tol / curvature_tol."
-                ),
-                # Past this fit and sklearn's _fit_context, to the caller.
-                stacklevel=3,
-            )
+        _record_fit_certificate(self, fit, curvature_tol)
         # Time split and active-set size over all starts (benchmarks/bench_jl.py
         # reports them).
         self._fit_stats = dict(pairs.stats)
@@ -1140,6 +1121,31 @@ def _range_factor(distortion):
     if log_range >= SHARPNESS_RANGE:
         return 1.0
     return min(SHARPNESS_RANGE / max(log_range, 1e-300), MAX_RANGE_FACTOR)
+
+
+def _record_fit_certificate(estimator, fit, curvature_tol):
+    """Store the kept fit's certificate on ``estimator`` (warns if it fails)."""
+    if fit.certificate is None:
+        record_trivial_certificate(estimator, curvature_tol=curvature_tol)
+        return
+    record_certificate(
+        estimator,
+        grad_norm=fit.certificate.grad_norm,
+        min_hessian_eig=fit.certificate.min_hessian_eig,
+        tol=estimator.tol,
+        curvature_tol=curvature_tol,
+        # At least one: a start that is already stationary (the isometry at
+        # k >= rank) still costs the certifying evaluation.
+        n_iter=max(1, fit.n_iter),
+        advice=(
+            # The count above is over all stages; the budget is each one's.
+            f"Increase max_iter (now {estimator.max_iter} per sharpness stage) "
+            "or loosen tol / curvature_tol."
+        ),
+        # Past this function, LearnedJLTransformer.fit and sklearn's
+        # _fit_context, to the caller.
+        stacklevel=4,
+    )
 
 
 def _sharpness_stages(softmax_sharpness, n_stages):
