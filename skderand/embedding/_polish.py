@@ -307,6 +307,25 @@ class _EmbeddedSteps:
         return self.map_of_points(Y)
 
 
+def _model(space, P, l, rows, cols, m_hi, m_lo):
+    """The step's model: the ``m_hi`` highest and ``m_lo`` lowest log-ratios ``l``.
+
+    Returns their indices (``high``, ``low`` and ``sel``, high first), the
+    selected pairs' embedded differences ``Y`` and squared norms ``y2``, their
+    signs (+1 high, -1 low) and the Gram matrix ``Q`` of ``s_p g_p``.
+    """
+    order = np.argpartition(l, (m_lo - 1, l.size - m_hi))
+    low, high = order[:m_lo], order[l.size - m_hi :]
+    sel = np.concatenate([high, low])
+    Y, DD = space.selected(P, rows[sel], cols[sel])
+    y2 = np.einsum("ij,ij->i", Y, Y)
+    sign = np.concatenate([np.ones(m_hi), -np.ones(m_lo)])
+    # Gram matrix of s_p g_p: 4 s_p s_q (y_p . y_q)(d_p . d_q) / (y2_p y2_q).
+    Q = 4.0 * (Y @ Y.T) * DD / np.outer(y2, y2)
+    Q *= np.outer(sign, sign)
+    return high, low, sel, Y, y2, sign, Q
+
+
 def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
     """Prox-linear steps on the minimax of the active pairs' log-ratios.
 
@@ -343,20 +362,12 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
     history = [F]
     while n_steps < max_steps:
         n_steps += 1
-        order = np.argpartition(l, (m_lo - 1, l.size - m_hi))
-        low, high = order[:m_lo], order[l.size - m_hi :]
-        sel = np.concatenate([high, low])
-        Y, DD = space.selected(P, rows[sel], cols[sel])
-        y2 = np.einsum("ij,ij->i", Y, Y)
-        sign = np.concatenate([np.ones(m_hi), -np.ones(m_lo)])
-        # Gram matrix of s_p g_p: 4 s_p s_q (y_p . y_q)(d_p . d_q) / (y2_p y2_q).
-        Q = 4.0 * (Y @ Y.T) * DD / np.outer(y2, y2)
-        Q *= np.outer(sign, sign)
+        high, low, sel, Y, y2, sign, Q = _model(space, P, l, rows, cols, m_hi, m_lo)
         c = sign * l[sel]
         if u is None or u.size != sel.size:
             u = np.concatenate([np.full(m_hi, 1.0 / m_hi), np.full(m_lo, 1.0 / m_lo)])
         # After a rejected step (or a change of rho alone) the model's Q is the
-        # same: its largest eigenvalue too (15 of 46 duals on the sparse set).
+        # same: its largest eigenvalue too.
         if last_Q is None or last_Q.shape != Q.shape or not np.array_equal(last_Q, Q):
             last_Q, top = Q, np.linalg.eigvalsh(Q)[-1]
         u = _dual(c, Q, m_hi, rho, u, top)
