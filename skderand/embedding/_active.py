@@ -609,10 +609,7 @@ class _ActivePairs:
             # the soft-max weighs many pairs. Larger or weighted samples fitted
             # the training pairs better but generalized worse (see the design
             # note, "Rejected alternatives").
-            n_random = self.working_set // 2
-            a = rng.randint(self.n, size=n_random)
-            b = rng.randint(self.n, size=n_random)
-            self.sample = (np.minimum(a, b), np.maximum(a, b))
+            self.sample = _random_pairs(rng, self.n, self.working_set // 2)
         if self.rows.size:
             r = self.ratios(M)
             near = (r <= r_min * np.exp(band)) | (r >= r_max * np.exp(-band))
@@ -628,26 +625,12 @@ class _ActivePairs:
         # Rounds of low sharpness, and every round on embedded points, evaluate
         # the surrogate in float32 (see FLOAT32_MAX_SHARPNESS).
         single = not derandomized and (self.embedded or beta < FLOAT32_MAX_SHARPNESS)
-        n_rounds, shortest = MAX_ROUNDS, ROUND_ITER
-        if self.embedded and not derandomized:
-            shortest = EMBEDDED_ROUND_ITER
-            # Cheap rounds (see _embedded_lbfgs): spent where the extremes
-            # still move, at high sharpness.
-            n_rounds = int(
-                np.clip(
-                    round(MAX_ROUNDS * np.sqrt(beta / EMBEDDED_ROUNDS_BETA)),
-                    EMBEDDED_ROUNDS[0],
-                    EMBEDDED_ROUNDS[1],
-                )
-            )
-        if final:
-            # The final stage goes on, round after round, until it converges
-            # or has spent max_iter (each round spends at least one iteration
-            # unless the solver has converged, and then a pass that finds no
-            # pair overtaking ends the stage): its end point is certified, and
-            # max_iter is the budget the ConvergenceWarning asks to raise.
-            # See the design note, "The final stage's budget".
-            n_rounds = max(n_rounds, max_iter)
+        n_rounds, shortest = _round_plan(
+            beta,
+            embedded=self.embedded and not derandomized,
+            final=final,
+            max_iter=max_iter,
+        )
         # Long rounds (tens of thousands of points): the best map of the stage
         # by exact all-pairs distortion, and how many times a round was undone.
         best, undone = None, 0
@@ -689,21 +672,17 @@ class _ActivePairs:
             # come back past them when dropped (see the design note,
             # "Rejected alternatives").
             self._add(low, high)
-            round_iter = min(
-                max(shortest, int(PASS_COST * self.n_pairs / max(self.rows.size, 1))),
-                max(shortest, max_iter // LONGEST_ROUND_FRACTION),
+            round_iter = _round_length(
+                self.n_pairs,
+                self.rows.size,
+                self.rows.size - before,
+                round_=round_,
+                shortest=shortest,
+                max_iter=max_iter,
+                undone=undone,
+                capacity=2 * n_side,
+                saturable=not derandomized,
             )
-            if undone:
-                round_iter = max(shortest, round_iter >> undone)
-            if (
-                round_ >= SATURATED_FROM_ROUND
-                and round_iter <= ROUND_ITER
-                and not derandomized
-                and self.rows.size - before >= SATURATED_SHARE * 2 * n_side
-            ):
-                # The set is not catching up with the pairs that overtake its
-                # extremes (see SATURATED_ROUND_ITER).
-                round_iter = min(round_iter, SATURATED_ROUND_ITER)
             budget = min(round_iter, max_iter - total)
             objective = self.objective(k, beta, **kwargs)
             if single:
@@ -983,6 +962,80 @@ LANCZOS_ITER = 100
 # estimate of fit_bytes stays above the measured peak. See the design note,
 # "Memory estimates".
 ACTIVE_SET_BYTES = 1 << 27
+
+
+def _random_pairs(rng, n, size):
+    """``size`` pairs ``(i, j)``, ``i <= j``, drawn uniformly (``i == j``: none)."""
+    a = rng.randint(n, size=size)
+    b = rng.randint(n, size=size)
+    return np.minimum(a, b), np.maximum(a, b)
+
+
+def _round_plan(beta, *, embedded, final, max_iter):
+    """Rounds of an active-set stage, and iterations of its shortest round.
+
+    ``MAX_ROUNDS`` of ``ROUND_ITER``; on embedded points (cheap rounds, see
+    ``_ActivePairs._embedded_lbfgs``) ``MAX_ROUNDS * sqrt(beta /
+    EMBEDDED_ROUNDS_BETA)`` within ``EMBEDDED_ROUNDS``, spent where the
+    extremes still move, at high sharpness. The final stage goes on, round
+    after round, until it converges or has spent ``max_iter`` (each round
+    spends at least one iteration unless the solver has converged, and then a
+    pass that finds no pair overtaking ends the stage): its end point is
+    certified, and ``max_iter`` is the budget the ``ConvergenceWarning`` asks
+    to raise (see the design note, "The final stage's budget").
+    """
+    n_rounds, shortest = MAX_ROUNDS, ROUND_ITER
+    if embedded:
+        shortest = EMBEDDED_ROUND_ITER
+        n_rounds = int(
+            np.clip(
+                round(MAX_ROUNDS * np.sqrt(beta / EMBEDDED_ROUNDS_BETA)),
+                EMBEDDED_ROUNDS[0],
+                EMBEDDED_ROUNDS[1],
+            )
+        )
+    if final:
+        n_rounds = max(n_rounds, max_iter)
+    return n_rounds, shortest
+
+
+def _round_length(
+    n_pairs,
+    n_active,
+    added,
+    *,
+    round_,
+    shortest,
+    max_iter,
+    undone,
+    capacity,
+    saturable,
+):
+    """Solver iterations of an active-set round.
+
+    At least ``shortest``; ``PASS_COST * n_pairs / n_active`` where passes are
+    expensive, up to ``max_iter // LONGEST_ROUND_FRACTION``; halved for each
+    round the stage has ``undone`` (see ``UNDO_RISE``); at most
+    ``SATURATED_ROUND_ITER`` from round ``SATURATED_FROM_ROUND`` on when the
+    pass before it ``added`` at least ``SATURATED_SHARE`` of the ``capacity``
+    (the pairs a round may add), if ``saturable`` (not for the derandomized
+    surrogate): the set is not catching up with the pairs that overtake its
+    extremes.
+    """
+    length = min(
+        max(shortest, int(PASS_COST * n_pairs / max(n_active, 1))),
+        max(shortest, max_iter // LONGEST_ROUND_FRACTION),
+    )
+    if undone:
+        length = max(shortest, length >> undone)
+    if (
+        round_ >= SATURATED_FROM_ROUND
+        and length <= ROUND_ITER
+        and saturable
+        and added >= SATURATED_SHARE * capacity
+    ):
+        length = min(length, SATURATED_ROUND_ITER)
+    return length
 
 
 def every_pair_active(n_samples, rank, k, working_set):
