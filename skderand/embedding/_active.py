@@ -574,11 +574,9 @@ class _ActivePairs:
         ``final`` stage's solves also stop where the certificate's gradient
         test holds (see :meth:`_lbfgs`).
 
-        On spans of ``n - 1`` dimensions (see ``_embedded_lbfgs``) a stage has
-        ``MAX_ROUNDS * sqrt(beta / EMBEDDED_ROUNDS_BETA)`` rounds (within
-        ``EMBEDDED_ROUNDS``).
+        With every pair active, one solve; otherwise rounds over the active
+        set (see :class:`_StageRounds`).
         """
-        rank = self.X.shape[1]
         kwargs = {"derandomized": derandomized, "penalty": penalty}
         if self.complete:
             # Every stage to tol: its end point is the next stage's start, and
@@ -592,136 +590,8 @@ class _ActivePairs:
                 stop_at_tol=final,
             )
             return z, n_iter
-        # Pairs added per side and round: with fewer, the set lags behind the
-        # pairs that overtake its extremes; with more, each iteration costs
-        # more than the iterations saved. See the design note, "Pairs added
-        # per round and the random sample".
-        n_side = self.working_set // 4
-        M = z[: k * rank].reshape(k, rank)
-        r_min, r_max, low, high = self.band(M, 0, 0.0)
-        # Pairs within BAND / beta of an extreme carry the surrogate's weight;
-        # pairs within BAND_FRACTION of the log-range may overtake the extremes
-        # during a round.
-        band = max(BAND / beta, BAND_FRACTION * np.log(r_max / r_min))
-        if self.sample is None:
-            # A fixed random sample of pairs keeps the bulk of the ratios (and
-            # the surrogate's centring term) represented at low sharpness, where
-            # the soft-max weighs many pairs. Larger or weighted samples fitted
-            # the training pairs better but generalized worse (see the design
-            # note, "Rejected alternatives").
-            self.sample = _random_pairs(rng, self.n, self.working_set // 2)
-        if self.rows.size:
-            r = self.ratios(M)
-            near = (r <= r_min * np.exp(band)) | (r >= r_max * np.exp(-band))
-            rows, cols = self.rows[near], self.cols[near]
-        else:
-            rows = cols = np.empty(0, dtype=np.intp)
-        self._set(
-            np.concatenate([rows, self.sample[0]]),
-            np.concatenate([cols, self.sample[1]]),
-        )
-        total = 0
-        converged = False
-        # Rounds of low sharpness, and every round on embedded points, evaluate
-        # the surrogate in float32 (see FLOAT32_MAX_SHARPNESS).
-        single = not derandomized and (self.embedded or beta < FLOAT32_MAX_SHARPNESS)
-        n_rounds, shortest = _round_plan(
-            beta,
-            embedded=self.embedded and not derandomized,
-            final=final,
-            max_iter=max_iter,
-        )
-        # Long rounds (tens of thousands of points): the best map of the stage
-        # by exact all-pairs distortion, and how many times a round was undone.
-        best, undone = None, 0
-        for round_ in range(n_rounds):
-            r_min, r_max, low, high = self.band(M, n_side, band)
-            long_rounds = int(PASS_COST * self.n_pairs / max(self.rows.size, 1)) > (
-                shortest
-            )
-            distortion = _scale_free(r_min, r_max)
-            if (
-                long_rounds
-                and best is not None
-                and (distortion > best[0] * (1.0 + UNDO_RISE))
-            ):
-                # The round fitted the active set while pairs outside it
-                # overtook the extremes: its step is undone, the pairs that
-                # overtook join the set, and the next round is shorter (see
-                # UNDO_RISE).
-                self._add(low, high)
-                z, undone, converged = best[1], undone + 1, False
-                M = z[: k * rank].reshape(k, rank)
-                r_min, r_max, low, high = self.band(M, n_side, band)
-            elif long_rounds and (best is None or distortion < best[0]):
-                best = (distortion, z)
-            if round_:
-                # (From the second round on, not once iterations were spent: a
-                # solver that converged at once, as at an isometry, spends none,
-                # and the stage would go on for max_iter rounds of one pass
-                # each.)
-                r = self.ratios(M)
-                inside = r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9)
-                # No pair outside the set moves the extremes, and the solver has
-                # converged on the set: the stage is done.
-                if (inside and converged) or total >= max_iter:
-                    break
-            before = self.rows.size
-            # The set only grows within a stage: the pairs fitted in earlier
-            # rounds sit near the extremes (the minimax evens them out) and
-            # come back past them when dropped (see the design note,
-            # "Rejected alternatives").
-            self._add(low, high)
-            round_iter = _round_length(
-                self.n_pairs,
-                self.rows.size,
-                self.rows.size - before,
-                round_=round_,
-                shortest=shortest,
-                max_iter=max_iter,
-                undone=undone,
-                capacity=2 * n_side,
-                saturable=not derandomized,
-            )
-            budget = min(round_iter, max_iter - total)
-            objective = self.objective(k, beta, **kwargs)
-            if single:
-                # Long rounds (tens of thousands of points) also take the
-                # products with X in float32; not on embedded points, which
-                # have no product with X (see the design note, "Float32
-                # evaluations").
-                objective.single(products=long_rounds and not self.embedded)
-            z, n_iter, converged = self._lbfgs(
-                objective,
-                z,
-                tol,
-                budget,
-                embedded=self.embedded and not derandomized,
-                # Whitened coordinates only in rounds of the usual length: in
-                # the long rounds of tens of thousands of points the whitened
-                # solver moves the low-variance directions far enough to fit
-                # the active set while pairs outside it overtake the extremes
-                # (see the design note, "Whitening").
-                whiten=round_iter <= ROUND_ITER,
-                stop_at_tol=final,
-            )
-            total += n_iter
-            M = z[: k * rank].reshape(k, rank)
-            if self.verbose:
-                print(
-                    f"[LearnedJLTransformer] k={k} softmax_sharpness={beta:.4g} "
-                    f"round {round_ + 1}: {n_iter} iterations on "
-                    f"{self.rows.size} active pairs (all-pairs distortion before "
-                    f"the round {_scale_free(r_min, r_max):.4f})",
-                    flush=True,
-                )
-        else:
-            # The rounds ran out before a pass measured the last one.
-            if best is not None:
-                r_min, r_max = self.extremes(M)
-                if _scale_free(r_min, r_max) > best[0] * (1.0 + UNDO_RISE):
-                    z = best[1]
-        return z, total
+        rounds = _StageRounds(self, k, beta, max_iter=max_iter, tol=tol, **kwargs)
+        return rounds.run(z, rng, final=final)
 
     def _lbfgs(
         self,
@@ -962,6 +832,180 @@ LANCZOS_ITER = 100
 # estimate of fit_bytes stays above the measured peak. See the design note,
 # "Memory estimates".
 ACTIVE_SET_BYTES = 1 << 27
+
+
+class _StageRounds:
+    """One sharpness stage on an active set: rounds of pass, growth and solve.
+
+    :meth:`_ActivePairs.solve_stage` runs it when not every pair is active.
+    Each round takes the exact all-pairs extremes (a blocked pass, see
+    :meth:`_ActivePairs.band`), adds the pairs that overtake the set's
+    extremes, and solves on the set for the round's iterations (see
+    :func:`_round_plan` and :func:`_round_length`). Long rounds (tens of
+    thousands of points) keep the stage's best map by exact all-pairs
+    distortion and undo a round that raised it by more than ``UNDO_RISE``.
+    """
+
+    def __init__(self, pairs, k, beta, *, derandomized, penalty, max_iter, tol):
+        self.pairs = pairs
+        self.k = k
+        self.beta = beta
+        self.derandomized = derandomized
+        self.kwargs = {"derandomized": derandomized, "penalty": penalty}
+        self.max_iter = max_iter
+        self.tol = tol
+        # Pairs added per side and round: with fewer, the set lags behind the
+        # pairs that overtake its extremes; with more, each iteration costs
+        # more than the iterations saved. See the design note, "Pairs added
+        # per round and the random sample".
+        self.n_side = pairs.working_set // 4
+        # Rounds of low sharpness, and every round on embedded points, evaluate
+        # the surrogate in float32 (see FLOAT32_MAX_SHARPNESS).
+        self.single = not derandomized and (
+            pairs.embedded or beta < FLOAT32_MAX_SHARPNESS
+        )
+        # Long rounds: the best map of the stage by exact all-pairs distortion,
+        # how many times a round was undone; and the iterations spent.
+        self.best, self.undone, self.total = None, 0, 0
+
+    def _map(self, z):
+        rank = self.pairs.X.shape[1]
+        return z[: self.k * rank].reshape(self.k, rank)
+
+    def _start(self, M, rng):
+        """The stage's first active set at the map ``M``; returns the band.
+
+        Pairs within ``BAND / beta`` of an extreme carry the surrogate's
+        weight; pairs within ``BAND_FRACTION`` of the log-range may overtake
+        the extremes during a round. The set starts from the old pairs within
+        the band and a fixed random sample of pairs, which keeps the bulk of
+        the ratios (and the surrogate's centring term) represented at low
+        sharpness, where the soft-max weighs many pairs. Larger or weighted
+        samples fitted the training pairs better but generalized worse (see
+        the design note, "Rejected alternatives").
+        """
+        pairs = self.pairs
+        r_min, r_max, _, _ = pairs.band(M, 0, 0.0)
+        band = max(BAND / self.beta, BAND_FRACTION * np.log(r_max / r_min))
+        if pairs.sample is None:
+            pairs.sample = _random_pairs(rng, pairs.n, pairs.working_set // 2)
+        if pairs.rows.size:
+            r = pairs.ratios(M)
+            near = (r <= r_min * np.exp(band)) | (r >= r_max * np.exp(-band))
+            rows, cols = pairs.rows[near], pairs.cols[near]
+        else:
+            rows = cols = np.empty(0, dtype=np.intp)
+        pairs._set(
+            np.concatenate([rows, pairs.sample[0]]),
+            np.concatenate([cols, pairs.sample[1]]),
+        )
+        return band
+
+    def run(self, z, rng, *, final):
+        """The stage's rounds from ``z``: the end point and the iterations."""
+        pairs = self.pairs
+        M = self._map(z)
+        band = self._start(M, rng)
+        converged = False
+        n_rounds, shortest = _round_plan(
+            self.beta,
+            embedded=pairs.embedded and not self.derandomized,
+            final=final,
+            max_iter=self.max_iter,
+        )
+        for round_ in range(n_rounds):
+            r_min, r_max, low, high = pairs.band(M, self.n_side, band)
+            long_rounds = int(PASS_COST * pairs.n_pairs / max(pairs.rows.size, 1)) > (
+                shortest
+            )
+            distortion = _scale_free(r_min, r_max)
+            if (
+                long_rounds
+                and self.best is not None
+                and (distortion > self.best[0] * (1.0 + UNDO_RISE))
+            ):
+                # The round fitted the active set while pairs outside it
+                # overtook the extremes: its step is undone, the pairs that
+                # overtook join the set, and the next round is shorter (see
+                # UNDO_RISE).
+                pairs._add(low, high)
+                z, self.undone, converged = self.best[1], self.undone + 1, False
+                M = self._map(z)
+                r_min, r_max, low, high = pairs.band(M, self.n_side, band)
+            elif long_rounds and (self.best is None or distortion < self.best[0]):
+                self.best = (distortion, z)
+            if round_:
+                # (From the second round on, not once iterations were spent: a
+                # solver that converged at once, as at an isometry, spends none,
+                # and the stage would go on for max_iter rounds of one pass
+                # each.)
+                r = pairs.ratios(M)
+                inside = r_max <= r.max() * (1 + 1e-9) and r_min >= r.min() * (1 - 1e-9)
+                # No pair outside the set moves the extremes, and the solver has
+                # converged on the set: the stage is done.
+                if (inside and converged) or self.total >= self.max_iter:
+                    break
+            before = pairs.rows.size
+            # The set only grows within a stage: the pairs fitted in earlier
+            # rounds sit near the extremes (the minimax evens them out) and
+            # come back past them when dropped (see the design note,
+            # "Rejected alternatives").
+            pairs._add(low, high)
+            round_iter = _round_length(
+                pairs.n_pairs,
+                pairs.rows.size,
+                pairs.rows.size - before,
+                round_=round_,
+                shortest=shortest,
+                max_iter=self.max_iter,
+                undone=self.undone,
+                capacity=2 * self.n_side,
+                saturable=not self.derandomized,
+            )
+            z, n_iter, converged = self._solve(z, round_iter, long_rounds, final)
+            self.total += n_iter
+            M = self._map(z)
+            if pairs.verbose:
+                print(
+                    f"[LearnedJLTransformer] k={self.k} "
+                    f"softmax_sharpness={self.beta:.4g} round {round_ + 1}: "
+                    f"{n_iter} iterations on {pairs.rows.size} active pairs "
+                    f"(all-pairs distortion before the round "
+                    f"{_scale_free(r_min, r_max):.4f})",
+                    flush=True,
+                )
+        else:
+            # The rounds ran out before a pass measured the last one.
+            if self.best is not None:
+                r_min, r_max = pairs.extremes(M)
+                if _scale_free(r_min, r_max) > self.best[0] * (1.0 + UNDO_RISE):
+                    z = self.best[1]
+        return z, self.total
+
+    def _solve(self, z, round_iter, long_rounds, final):
+        """One round's solve on the active set: ``(z, n_iter, converged)``."""
+        pairs = self.pairs
+        budget = min(round_iter, self.max_iter - self.total)
+        objective = pairs.objective(self.k, self.beta, **self.kwargs)
+        if self.single:
+            # Long rounds (tens of thousands of points) also take the products
+            # with X in float32; not on embedded points, which have no product
+            # with X (see the design note, "Float32 evaluations").
+            objective.single(products=long_rounds and not pairs.embedded)
+        return pairs._lbfgs(
+            objective,
+            z,
+            self.tol,
+            budget,
+            embedded=pairs.embedded and not self.derandomized,
+            # Whitened coordinates only in rounds of the usual length: in the
+            # long rounds of tens of thousands of points the whitened solver
+            # moves the low-variance directions far enough to fit the active
+            # set while pairs outside it overtake the extremes (see the design
+            # note, "Whitening").
+            whiten=round_iter <= ROUND_ITER,
+            stop_at_tol=final,
+        )
 
 
 def _random_pairs(rng, n, size):
