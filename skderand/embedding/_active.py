@@ -683,39 +683,14 @@ class _ActivePairs:
                 stop=stationary if stop_at_tol else None,
             )
         else:
-            solved, on_iteration = fun, callback
-            if stop_at_tol:
-                # L-BFGS-B accepts the last point it evaluated: the callback
-                # sees that point's gradient and stops the solver there.
-                last = [None, None]
-
-                def solved(y):
-                    value, grad = fun(y)
-                    last[:] = y.copy(), grad
-                    return value, grad
-
-                def on_iteration(intermediate_result):
-                    if callback is not None:
-                        callback(intermediate_result)
-                    if np.array_equal(intermediate_result.x, last[0]) and (
-                        stationary(last[1])
-                    ):
-                        raise StopIteration
-
-            res = minimize(
-                solved,
+            x, n_iter = _scipy_lbfgs(
+                fun,
                 y,
-                jac=True,
-                method="L-BFGS-B",
-                callback=on_iteration,
-                options={
-                    "maxiter": max_iter,
-                    "gtol": gtol,
-                    "ftol": 1e-13,
-                    "maxcor": LBFGS_MEMORY,
-                },
+                gtol=gtol,
+                max_iter=max_iter,
+                callback=callback,
+                stop=stationary if stop_at_tol else None,
             )
-            x, n_iter = res.x, int(res.nit)
         self.stats["solve_s"] += time.perf_counter() - start
         x = x * scale if whiten else x
         return x, n_iter, n_iter < max_iter
@@ -1006,6 +981,44 @@ class _StageRounds:
             whiten=round_iter <= ROUND_ITER,
             stop_at_tol=final,
         )
+
+
+def _scipy_lbfgs(fun, y, *, gtol, max_iter, callback=None, stop=None):
+    """scipy's L-BFGS-B from ``y``: ``(x, n_iter)``.
+
+    ``stop(grad)``, if given, ends the solve at the first iterate whose
+    gradient passes it: L-BFGS-B accepts the last point it evaluated, so the
+    callback sees that point's gradient and stops the solver there.
+    """
+    solved, on_iteration = fun, callback
+    if stop is not None:
+        last = [None, None]
+
+        def solved(y):
+            value, grad = fun(y)
+            last[:] = y.copy(), grad
+            return value, grad
+
+        def on_iteration(intermediate_result):
+            if callback is not None:
+                callback(intermediate_result)
+            if np.array_equal(intermediate_result.x, last[0]) and stop(last[1]):
+                raise StopIteration
+
+    res = minimize(
+        solved,
+        y,
+        jac=True,
+        method="L-BFGS-B",
+        callback=on_iteration,
+        options={
+            "maxiter": max_iter,
+            "gtol": gtol,
+            "ftol": 1e-13,
+            "maxcor": LBFGS_MEMORY,
+        },
+    )
+    return res.x, int(res.nit)
 
 
 def _random_pairs(rng, n, size):
