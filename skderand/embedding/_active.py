@@ -1379,7 +1379,7 @@ def _whitening_scale(X):
     from the identity's scaling, spends its iterations learning them.
     Optimizing ``N = M / scale`` with ``scale_j = (e_j / mean(e))^(-1/2)``
     (floored) equalizes that factor. The active-set rounds use it only when
-    they have the usual length (see :meth:`_ActivePairs.solve_stage`). For
+    they have the usual length (see :meth:`_StageRounds._solve`). For
     near-isotropic data (spread below WHITEN_SPREAD) whitening only perturbs
     the path, so it returns None there: plain coordinates. See the design
     note, "Whitening".
