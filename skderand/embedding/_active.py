@@ -20,14 +20,16 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from skderand.embedding._pairs import (
+from skderand.embedding._objective import (
     _GramObjective,
-    _HeldGram,
     _PairObjective,
+    difference_matrix,
+)
+from skderand.embedding._pairs import (
+    _HeldGram,
     _PairScanner,
     _SparseGram,
     all_pairs,
-    difference_matrix,
     exact_sq_dists,
     span_bytes,
 )
