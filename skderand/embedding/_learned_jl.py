@@ -1,6 +1,5 @@
 """A learned, deterministic Johnson-Lindenstrauss embedding of a point set."""
 
-import time
 import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -42,6 +41,15 @@ from skderand.embedding._active import (
 from skderand.embedding._distinct import distinct_rows
 from skderand.embedding._pairs import _Span
 from skderand.embedding._polish import polish_minimax
+from skderand.embedding._search import (
+    SEARCH_START,
+    _growth_exponent,  # noqa: F401 (tests import it from this module)
+    _power_law_dimension,  # noqa: F401 (tests import it from this module)
+    decide_after_stage,
+    gives_up,
+    search_dimension,
+    watched_stage,
+)
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
     record_certificate,
@@ -97,17 +105,16 @@ class LearnedJLTransformer(
         one-sided runs). A candidate whose first sharpness stage ends above
         ``2.5 eps``, or a later non-final stage above ``(1 + 0.35 m) eps``
         with ``m`` stages still to come (1.7 and 1.35 ``eps`` with the default
-        four), is declared failing without its later stages (a heuristic: on
-        the benchmark sets the final distortion was never below 0.45 of the
-        first stage's, 0.65 of the second's and 0.89 of the third's). When
+        four), is declared failing without its later stages. When
         every pair is in the objective, a candidate is decided during its
         stages: it succeeds at the first map whose exact all-pairs distortion
         is at most ``eps`` (in any stage), and it fails when its final stage
         stalls above ``1.02 eps`` (its lowest distortion fell by less than a
         quarter of its distance to ``eps`` over the last 25 evaluations) or
-        ends above it (heuristic margins: the polish gained at most 0.5 % on
-        the benchmark sets); only a final stage ending between ``eps`` and
-        ``1.02 eps`` runs its certificate and polish at once. A candidate
+        ends above it; only a final stage ending between ``eps`` and
+        ``1.02 eps`` runs its certificate and polish at once. These
+        thresholds are heuristics, chosen with margins over what the
+        remaining stages and the polish were seen to gain. A candidate
         on an active set succeeds where a stage before the final one ends at
         most ``eps``. Only the
         returned candidate is completed: its stages from the point it was
@@ -118,9 +125,7 @@ class LearnedJLTransformer(
         dimension alone; it is deterministic for a given ``random_state``,
         its ``distortion_`` is exact and at most ``eps``, and its certificate
         is that of the point returned. Candidates are not warm-started from
-        one another (on the benchmark's Gaussian set, a neighbour's map with
-        rows added, k = 32 to 36, or dropped, 36 to 35, took about as many
-        iterations as a fresh start and ended no lower).
+        one another: each starts from its own random map.
         Unlike ``GaussianRandomProjection``, ``"auto"``
         never fails: at a dimension equal to the rank of the centred data an
         exact isometry of the data exists and is returned. An int larger than
@@ -205,10 +210,7 @@ class LearnedJLTransformer(
         number of rounds (on most data 10 rounds of 40 iterations); the final
         stage goes on until it converges or has spent ``max_iter``. Raising it
         is the remedy a ``ConvergenceWarning`` names: more time for a lower
-        distortion where the final stage had not converged (the sparse text-like
-        benchmark set, k = 30: 0.368 at 1000 in 6.6 s, 0.393 at
-        ``max_iter=400`` in 0.6 times that time, 0.360 and certified at 2000 in
-        1.3 times).
+        distortion where the final stage had not converged.
     tol : float, default=1e-2
         Gradient-norm tolerance of the final stage's certificate: a bound on the
         Euclidean norm of the gradient of the surrogate (dimensionless: a log of
@@ -230,19 +232,18 @@ class LearnedJLTransformer(
         Number of fits from different random starts; the map with the lowest
         ``distortion_`` is kept (as :class:`~sklearn.manifold.MDS` keeps the
         lowest stress). The fit finds a local minimax and starts end in
-        different basins (digits, ``k = 10``: 0.640-0.662 over seeds 0-7), so
-        ``n_init`` starts buy a lower worst case for ``n_init`` times the time
-        (less with ``n_jobs``). The first start is the one ``n_init=1`` fits,
-        so more starts never raise ``distortion_``. With
+        different basins, so ``n_init`` starts buy a lower worst case for
+        ``n_init`` times the time (less with ``n_jobs``). The first start is
+        the one ``n_init=1`` fits, so more starts never raise
+        ``distortion_``. With
         ``n_components="auto"`` the first start searches the dimension and the
         others fit the dimension it found.
     n_jobs : int, default=None
         Number of starts (see ``n_init``) fitted at the same time, in threads
         unless a joblib backend is configured; the map is the same whatever
         ``n_jobs``. ``None`` means 1 unless in a ``joblib.parallel_config``
-        context. On two cores, two threads took 0.6-0.8 times as long as one
-        for four and eight starts on digits, ``k = 10`` (the solvers' many
-        small products hold the interpreter part of the time). Each start
+        context. Threads gain less than the number of cores: the solvers'
+        many small products hold the interpreter part of the time. Each start
         running at once holds its own map and active set; the data and their
         stored distances are shared, except by starts in processes of their
         own.
@@ -471,12 +472,9 @@ class LearnedJLTransformer(
         seeds = [draw_seeds(random_state) for _ in range(self.n_init)]
         # A copy of a row has no ratio with it, and the same ratio as the row
         # with every other point: the worst case over pairs is that of the
-        # distinct rows, and the fit sees those alone. (A copy also leaves the
-        # span of the centred rows a dimension short of n - 1, which cost the
-        # fit its solves on the embedded points: sparse text-like rows, k = 30
-        # / 20, 1,500 x 4,000 with 15 copies 0.3725 in 31.0 s -> 0.3683 in 7.1
-        # s, 2,000 x 8,000 with 20 copies 0.5113 in 37.4 s -> 0.4997 in 6.1 s;
-        # alone, one BLAS thread.)
+        # distinct rows, and the fit sees those alone (a copy would also leave
+        # the span a dimension short of n - 1 and cost the solves on the
+        # embedded points). See the design note, "Distinct rows".
         distinct = distinct_rows(X)
         training = X
         if distinct is not None:
@@ -540,34 +538,14 @@ class LearnedJLTransformer(
         # transform centres the rows by the training mean first (the span's,
         # unless copies were left out of it): distances do not see it, but a
         # product of uncentred rows loses the digits their differences live in
-        # (float32 rows near 1e4 that differ by 1e-3 embedded at distortion
-        # 0.98 against the fit's 0.55).
+        # (see the design note, "Centring in transform").
         mean = span.mean if distinct is None else training.mean(axis=0, dtype=float)
         self.mean_ = np.asarray(mean).ravel().astype(dtype)
         self.n_components_ = self.components_.shape[0]
         self.distortion_ = fit.distortion
         self.initial_distortion_ = fit.initial_distortion
         self.scale_ = float(fit.sigma * factor)
-        if fit.certificate is None:
-            record_trivial_certificate(self, curvature_tol=curvature_tol)
-        else:
-            record_certificate(
-                self,
-                grad_norm=fit.certificate.grad_norm,
-                min_hessian_eig=fit.certificate.min_hessian_eig,
-                tol=self.tol,
-                curvature_tol=curvature_tol,
-                # At least one: a start that is already stationary (the isometry
-                # at k >= rank) still costs the certifying evaluation.
-                n_iter=max(1, fit.n_iter),
-                advice=(
-                    # The count above is over all stages; the budget is each one's.
-                    f"Increase max_iter (now {self.max_iter} per sharpness stage) "
-                    "or loosen tol / curvature_tol."
-                ),
-                # Past this fit and sklearn's _fit_context, to the caller.
-                stacklevel=3,
-            )
+        _record_fit_certificate(self, fit, curvature_tol)
         # Time split and active-set size over all starts (benchmarks/bench_jl.py
         # reports them).
         self._fit_stats = dict(pairs.stats)
@@ -588,17 +566,11 @@ class LearnedJLTransformer(
         its seed and the first start's pairs, with the other starts' time
         splits added (the PCA check runs on them next).
         """
-        # Independent starts, not basin hopping from the best map so far: a
-        # hop (the best map plus Gaussian noise of a share of its entries'
-        # root mean square, fitted again) did not find deeper basins. Digits,
-        # k = 20, from the seed-0 fit's 0.27275: 38 hops of share 0.5 through
-        # all four stages ended at 0.2723-0.2792; 18 of share 0.5 through the
-        # last two stages 0.2730-0.2750; 40 of share 0.15 through the last two
-        # 0.2721-0.2726 (a refinement of the same basin), against 0.2723-0.2776
-        # for sixteen independent starts. Digits, k = 10: 15 hops of share
-        # 0.15, last two stages, 0.6403 in 26 s, against 0.6364 for n_init=8.
+        # Independent starts, not basin hopping from the best map so far: hops
+        # did not find deeper basins than as many fresh starts (see the design
+        # note, "Rejected alternatives").
         if self.n_components == "auto":
-            first = self._search_dimension(span, pairs, seeds[0], curvature_tol)
+            first = search_dimension(self, span, pairs, seeds[0], curvature_tol)
             fits, k = [first], first.W.shape[0]
             jobs = [(pairs.for_another_start(), seed) for seed in seeds[1:]]
         elif self.n_init == 1:
@@ -675,7 +647,7 @@ class LearnedJLTransformer(
         ends above ``give_up_above[s]`` stops there, uncertified
         (``certificate`` is then ``False``: such a fit only says "fails").
         With ``decide_at = eps``, an all-pairs fit is watched during its
-        stages (see ``_Watch``) and returned as soon as it is decided: at a
+        stages (see ``_search._Watch``) and returned as soon as it is decided: at a
         map of exact distortion at most ``eps`` (succeeds), or when its final
         stage stalls or ends above ``(1 + FINISH_MARGIN) eps`` (fails), before
         its certificate and polish, with ``pending`` holding what
@@ -717,7 +689,7 @@ class LearnedJLTransformer(
         sigma = 1.0 / np.sqrt(k) if derandomized else 0.0
         r_min, r_max = pairs.extremes(M)
         initial = _scale_free(r_min, r_max)
-        betas = self._sharpness_stages()
+        betas = _sharpness_stages(self.softmax_sharpness, self.n_stages)
         if initial_distortion is None:
             initial_distortion = initial
         best = _Fit(
@@ -756,25 +728,21 @@ class LearnedJLTransformer(
 
         The worst-case distortion is not a convex function of the map, and on
         small sets at very low ``k`` the stages from a random map can end in a
-        local minimum above PCA's map of the same dimension (the linnerud set,
-        20 points in 3 standardized dimensions, k = 2, seeds 0-9: 0.783-0.941
-        against PCA's 0.776). Where the span is in principal coordinates
+        local minimum above PCA's map of the same dimension (see the design
+        note, "No worse than PCA"). Where the span is in principal coordinates
         (sorted by variance, see ``_Span``: not its triangular bases) PCA's
         map is their first ``k``, ``[I, 0]``. When its exact all-pairs
-        distortion is below ``fit``'s, the fit runs again from it (0.644 on
-        linnerud, every seed) and the lower of the two is returned, so
-        ``distortion_`` is never above PCA's. ``initial_distortion`` stays
-        the random start's and ``n_iter`` counts both runs, whichever is
-        kept. Every fit of the benchmark ends below PCA's map: none runs
-        again.
+        distortion is below ``fit``'s, the fit runs again from it and the
+        lower of the two is returned, so ``distortion_`` is never above
+        PCA's. ``initial_distortion`` stays the random start's and ``n_iter``
+        counts both runs, whichever is kept.
 
         The dimension search also runs each candidate that fails in or after
         its final stage through here, with its ``give_up_above`` and
         ``decide_at`` (``search``, see :meth:`_fit_dimension`): a dimension
-        whose fit from PCA's map reaches ``eps`` succeeds (linnerud,
-        ``eps=0.7``: k = 2 at 0.644, where the search returned the rank 3).
-        Such a ``fit`` may end before its certificate (decided early), and is
-        compared with PCA's map all the same.
+        whose fit from PCA's map reaches ``eps`` succeeds. Such a ``fit`` may
+        end before its certificate (decided early), and is compared with PCA's
+        map all the same.
         """
         k, rank = fit.W.shape
         if span.factor is not None or k >= rank or not np.isfinite(fit.r_min):
@@ -782,8 +750,8 @@ class LearnedJLTransformer(
         pca_map = np.eye(k, rank)
         # Any set of pairs bounds PCA's distortion from below (their extremes
         # lie within those of all pairs): the active set left by the fit
-        # usually shows it above the fit's without a pass (which costs 5 s at
-        # 50,000 points). With every pair active the bound is exact.
+        # usually shows it above the fit's without a pass over all pairs,
+        # which is costly for large n. With every pair active it is exact.
         if pairs.rows.size:
             r = pairs.ratios(pca_map)
             if _scale_free(r.min(), r.max()) > fit.distortion:
@@ -813,13 +781,6 @@ class LearnedJLTransformer(
         if again.distortion >= fit.distortion:
             return fit._replace(n_iter=n_iter)
         return again._replace(n_iter=n_iter)
-
-    def _sharpness_stages(self):
-        """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
-        return [
-            self.softmax_sharpness / 4.0 ** (self.n_stages - 1 - s)
-            for s in range(self.n_stages)
-        ]
 
     def _run_stages(
         self,
@@ -855,7 +816,10 @@ class LearnedJLTransformer(
         rank = pairs.X.shape[1]
         derandomized = self.algorithm == "derandomized"
         kwargs = {"derandomized": derandomized, "penalty": self.alpha}
-        watched = decide_at is not None and pairs.complete and k < rank
+        # A search candidate below the rank is decided at eps (at the rank an
+        # isometry exists): during its stages where every pair is active.
+        eps = decide_at if k < rank else None
+        watched = eps is not None and pairs.complete
         # The exact distortion at z (known at the start and at stage ends).
         if first == 0:
             at_z = best.distortion
@@ -865,111 +829,89 @@ class LearnedJLTransformer(
             beta = betas[stage] * _range_factor(at_z)
             final_beta = beta
             final = stage == len(betas) - 1
-            decided = None
-            resume = stage  # a stage decided before its end restarts from there
+            budget = {"tol": self.tol, "max_iter": self.max_iter}
             if watched:
-                z, n_iter, decided = self._watched_stage(
-                    pairs, z, k, beta, final, decide_at, kwargs, at_z
+                z, n_iter, decided = watched_stage(
+                    pairs, z, k, beta, final, decide_at, kwargs, at_z, **budget
                 )
             else:
                 z, n_iter = pairs.solve_stage(
-                    z,
-                    k,
-                    beta,
-                    max_iter=self.max_iter,
-                    tol=self.tol,
-                    rng=rng,
-                    final=final,
-                    **kwargs,
+                    z, k, beta, rng=rng, final=final, **budget, **kwargs
                 )
+                decided = None
             n_iter_total += n_iter
-            M = z[: k * rank].reshape(k, rank)
-            sigma = abs(z[-1]) if derandomized else 0.0
-            r_min, r_max = pairs.extremes(M)
-            distortion = _scale_free(r_min, r_max)
-            at_z = distortion
-            if (
-                decided is None
-                and not final
-                and decide_at is not None
-                and k < rank
-                and distortion <= min(decide_at, best.distortion)
-            ):
-                # An active-set stage (or a watched one whose last map was
-                # not read) ended at most eps: decided, the next stage
-                # resumes it (the active set is rebuilt there).
-                resume = stage + 1
-                decided = "reached eps at the end of the stage"
-            if decided is None and final and watched:
-                # The stage ran to its end: decided unless just above eps (the
-                # certificate and polish may still bring it below).
-                resume = stage + 1
-                if distortion <= min(decide_at, best.distortion):
-                    decided = "at most eps at the end of the final stage"
-                elif distortion > decide_at * (1.0 + FINISH_MARGIN):
-                    decided = "above the margin at the end of the final stage"
+            end = _stage_end(pairs, z, k, derandomized)
+            at_z = end["distortion"]
+            decided, resume = decide_after_stage(
+                decided,
+                stage,
+                at_z,
+                best.distortion,
+                final=final,
+                watched=watched,
+                eps=eps,
+            )
+            # What the search returns if the candidate stops at this stage.
+            stopped = best._replace(**end, n_iter=n_iter_total, certificate=False)
+            where = _stage_line(k, stage, len(betas), beta, at_z)
             if decided is not None:
                 if self.verbose:
                     print(
-                        f"[LearnedJLTransformer] k={k} stage {stage + 1}/"
-                        f"{len(betas)} softmax_sharpness={beta:.4g}: distortion "
-                        f"{distortion:.4f}, {n_iter} iterations; decided before "
-                        f"the certificate and polish ({decided})",
+                        f"{where}, {n_iter} iterations; decided before the "
+                        f"certificate and polish ({decided})",
                         flush=True,
                     )
-                return best._replace(
-                    W=M,
-                    distortion=distortion,
-                    r_min=r_min,
-                    r_max=r_max,
-                    sigma=sigma,
-                    n_iter=n_iter_total,
-                    certificate=False,
-                    stages=tuple(stages),
-                    pending=(z, resume, z_start, rng, best, final_beta),
-                )
-            stages.append(distortion)
+                pending = (z, resume, z_start, rng, best, final_beta)
+                return stopped._replace(stages=tuple(stages), pending=pending)
+            stages.append(at_z)
             if self.verbose:
+                scale = end["sigma"] * np.sqrt(2.0 / (end["r_min"] + end["r_max"]))
                 print(
-                    f"[LearnedJLTransformer] k={k} stage {stage + 1}/{len(betas)} "
-                    f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}, "
-                    f"scale {sigma * np.sqrt(2.0 / (r_min + r_max)):.2e}, "
-                    f"{n_iter} iterations, active set {pairs.rows.size} pairs",
+                    f"{where}, scale {scale:.2e}, {n_iter} iterations, active "
+                    f"set {pairs.rows.size} pairs",
                     flush=True,
                 )
-            if (
-                not final
-                and stage < len(give_up_above)
-                and distortion > give_up_above[stage]
-                # Only a stage that ended at a log-range of at least
-                # SHARPNESS_RANGE says the candidate fails: below it, its
-                # soft-max did not resolve the extremes (see GIVE_UP_FACTOR).
-                and _range_factor(distortion) == 1.0
-            ):
-                return best._replace(
-                    W=M,
-                    distortion=distortion,
-                    r_min=r_min,
-                    r_max=r_max,
-                    sigma=sigma,
-                    n_iter=n_iter_total,
-                    certificate=False,
-                    stopped_after=stage + 1,
-                    stages=tuple(stages),
-                )
-        z, n_cert, certificate = self._certify(
-            pairs, z, k, final_beta, rng, curvature_tol
+            # Only a stage that ended at a log-range of at least
+            # SHARPNESS_RANGE says the candidate fails: below it, its soft-max
+            # did not resolve the extremes (see _search.GIVE_UP_FACTOR).
+            resolved = _range_factor(at_z) == 1.0
+            if not final and resolved and gives_up(stage, at_z, give_up_above):
+                return stopped._replace(stopped_after=stage + 1, stages=tuple(stages))
+        fit = self._certify_and_pick(
+            pairs, z, k, rng, best, curvature_tol, z_start, final_beta, n_iter_total
         )
-        n_iter_total += n_cert
-        M = z[: k * rank].reshape(k, rank)
-        sigma = abs(z[-1]) if derandomized else 0.0
-        r_min, r_max = pairs.extremes(M)
-        distortion = _scale_free(r_min, r_max)
+        return fit._replace(stages=tuple(stages))
+
+    def _certify_and_pick(
+        self, pairs, z, k, rng, best, curvature_tol, z_start, beta, n_iter
+    ):
+        """Certify the final stage's end point ``z``; then :meth:`_pick`.
+
+        The certificate is that of ``certify_stage`` on the final surrogate
+        (sharpness ``beta``); shared by a fit run to its end and by
+        :meth:`_finish`, so that both certify the same way.
+        """
+        derandomized = self.algorithm == "derandomized"
+        objective = pairs.objective(
+            k, beta, derandomized=derandomized, penalty=self.alpha
+        )
+        z, n_cert, certificate = certify_stage(
+            pairs,
+            objective,
+            z,
+            k,
+            tol=self.tol,
+            curvature_tol=curvature_tol,
+            max_iter=min(CERTIFY_ITER, self.max_iter),
+            rng=rng,
+            verbose=self.verbose,
+        )
+        end = _stage_end(pairs, z, k, derandomized)
         if self.verbose:
             print(
                 f"[LearnedJLTransformer] k={k} certificate: distortion "
-                f"{distortion:.4f}, grad norm {certificate.grad_norm:.2e}, min eig "
-                f"{certificate.min_hessian_eig:.2e}, {n_cert} iterations",
+                f"{end['distortion']:.4f}, grad norm {certificate.grad_norm:.2e}, "
+                f"min eig {certificate.min_hessian_eig:.2e}, {n_cert} iterations",
                 flush=True,
             )
         return self._pick(
@@ -977,35 +919,17 @@ class LearnedJLTransformer(
             best,
             z_start,
             k,
-            final_beta,
+            beta,
             rng,
             curvature_tol,
-            M=M,
-            r_min=r_min,
-            r_max=r_max,
-            sigma=sigma,
-            distortion=distortion,
+            M=end["W"],
+            r_min=end["r_min"],
+            r_max=end["r_max"],
+            sigma=end["sigma"],
+            distortion=end["distortion"],
             certificate=certificate,
-            n_iter=n_iter_total,
-        )._replace(stages=tuple(stages))
-
-    def _watched_stage(self, pairs, z, k, beta, final, eps, kwargs, at_z):
-        """One all-pairs stage of a search candidate, decided as soon as it can be.
-
-        Returns ``(z, n_iter, decided)``: ``decided`` is None when the stage ran
-        to its end, else why it stopped early (see ``_Watch``); ``n_iter`` then
-        counts the objective's evaluations.
-        """
-        watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
-        start = time.perf_counter()
-        try:
-            z, n_iter, _ = pairs._lbfgs(
-                watch, z, self.tol, self.max_iter, stop_at_tol=final
-            )
-        except _Decided as stop:
-            pairs.stats["solve_s"] += time.perf_counter() - start
-            return stop.z, watch.n_eval, stop.reason
-        return z, n_iter, None
+            n_iter=n_iter + n_cert,
+        )
 
     def _finish(self, pairs, fit, curvature_tol):
         """Complete a fit the dimension search decided before its end.
@@ -1018,7 +942,7 @@ class LearnedJLTransformer(
         z, stage, z_start, rng, best, final_beta = fit.pending
         k = fit.W.shape[0]
         pairs.reset(k)
-        betas = self._sharpness_stages()
+        betas = _sharpness_stages(self.softmax_sharpness, self.n_stages)
         if fit.distortion < best.distortion:
             best, z_start = fit._replace(pending=None), z
         return self._run_stages(
@@ -1036,30 +960,6 @@ class LearnedJLTransformer(
             final_beta=final_beta,
             # The exact distortion of the point decided at (measured there).
             at_z=fit.distortion,
-        )
-
-    def _certify(self, pairs, z, k, beta, rng, curvature_tol):
-        """Certify the final stage's end point ``z`` (see ``certify_stage``).
-
-        Returns ``(z, n_iter, certificate)``; shared by a fit run to its end and
-        by :meth:`_finish`, so that both certify the same way.
-        """
-        objective = pairs.objective(
-            k,
-            beta,
-            derandomized=self.algorithm == "derandomized",
-            penalty=self.alpha,
-        )
-        return certify_stage(
-            pairs,
-            objective,
-            z,
-            k,
-            tol=self.tol,
-            curvature_tol=curvature_tol,
-            max_iter=min(CERTIFY_ITER, self.max_iter),
-            rng=rng,
-            verbose=self.verbose,
         )
 
     def _pick(
@@ -1115,93 +1015,6 @@ class LearnedJLTransformer(
                 )
             )
         return best._replace(n_iter=n_iter)
-
-    def _search_dimension(self, span, pairs, seed, curvature_tol):
-        """Smallest ``k`` whose learned map reaches ``eps``.
-
-        Growth from ``SEARCH_START``, then a safeguarded interpolation search
-        (the bisection, when ``SEARCH_START`` already succeeds). While the
-        candidates fail, the next one is the dimension (nearest integer) at which a
-        distortion falling as ``k**(-a)`` would reach ``eps``, at least ``k +
-        1`` and at most ``2 k``, with ``a`` from :func:`_growth_exponent`.
-        Then, between the largest failing dimension ``lo`` and the smallest
-        succeeding one ``hi``, the next candidate is where the power law
-        through their two distortions reaches ``eps`` (a bisection step
-        instead after two candidates with the same outcome in a row, so that
-        a run of one-sided steps stays short). A candidate whose first stage
-        ends above ``GIVE_UP_FACTOR * eps``, or whose later non-final stage
-        ends above ``eps * (1 + LATER_GIVE_UP * stages_left)``, is declared
-        failing there; an all-pairs candidate is decided during its stages
-        (``_Watch``). A candidate that fails in or after its final stage runs
-        again from PCA's map where that is better (see
-        :meth:`_no_worse_than_pca`). Only the returned candidate is completed
-        (:meth:`_finish`).
-        """
-        cache = {}
-        n_stages = self.n_stages
-        give_up_above = [GIVE_UP_FACTOR * self.eps] + [
-            self.eps * (1.0 + LATER_GIVE_UP * (n_stages - 1 - stage))
-            for stage in range(1, n_stages - 1)
-        ]
-
-        def fit_k(k):
-            if k not in cache:
-                search = {"give_up_above": give_up_above, "decide_at": self.eps}
-                cache[k] = self._fit_dimension(
-                    span, pairs, k, seed, curvature_tol, **search
-                )
-                # A candidate that fails in or after its final stage may sit in
-                # a local minimum above PCA's map. One given up after an
-                # earlier stage ended far above eps, and a run from PCA's map
-                # is not tried for it: where tried, it failed too (diabetes,
-                # eps=0.5: k = 4, given up at 0.999 after stage 2, reached
-                # 0.955 from PCA's map, in 0.5 s of a 3.2 s search).
-                if cache[k].distortion > self.eps and not cache[k].stopped_after:
-                    cache[k] = self._no_worse_than_pca(
-                        span, pairs, cache[k], seed, curvature_tol, **search
-                    )
-                if self.verbose:
-                    stopped = cache[k].stopped_after
-                    print(
-                        f"[LearnedJLTransformer] n_components={k}: distortion "
-                        f"{cache[k].distortion:.4f} (eps={self.eps})"
-                        + (f", stopped after stage {stopped}" if stopped else ""),
-                        flush=True,
-                    )
-            return cache[k]
-
-        # At the rank of the centred data an isometry of its span exists (and
-        # _fit_dimension returns it), so the search is bounded and succeeds.
-        k_max = pairs.X.shape[1]
-        lo, hi = 0, k_max  # the dimension lo fails (0 trivially), hi succeeds
-        k = min(SEARCH_START, k_max)
-        while k < k_max:
-            fit = fit_k(k)
-            if fit.distortion <= self.eps:
-                hi = k
-                break
-            exponent = _growth_exponent(lo, cache.get(lo), k, fit)
-            lo = k
-            predicted = int(np.round(k * (fit.distortion / self.eps) ** (1 / exponent)))
-            k = min(max(k + 1, predicted), 2 * k, k_max)
-        outcomes = []
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            same_twice = len(outcomes) >= 2 and outcomes[-1] == outcomes[-2]
-            if lo in cache and hi in cache and not same_twice:
-                mid = _power_law_dimension(
-                    lo, cache[lo].distortion, hi, cache[hi].distortion, self.eps
-                )
-            success = fit_k(mid).distortion <= self.eps
-            outcomes.append(success)
-            if success:
-                hi = mid
-            else:
-                lo = mid
-        fit = fit_k(hi)
-        if fit.pending is not None:
-            fit = self._finish(pairs, fit, curvature_tol)
-        return fit
 
     def transform(self, X):
         """Project the data with the learned map.
@@ -1277,56 +1090,18 @@ class LearnedJLTransformer(
         return tags
 
 
-# The active set of working_set="auto": max(WORKING_SET, n_samples) pairs. At
-# 4,000 on 20,000 clustered points (k = 20) every stage spent its 1,000
-# iterations while pairs outside the set overtook the extremes round after
-# round, and the fit ended uncertified at 0.457 / 0.388 / 0.472 (seeds 0 / 1 /
-# 2; 8,000: 0.351 / 0.345 / 0.334); at 20,000 it converged, certified, at
-# 0.2008 / 0.2006 / 0.2002 (unlocked runs, 57-67 s, load 1.3-2).
+# The active set of working_set="auto": max(WORKING_SET, n_samples) pairs. The
+# pairs that decide the extremes grow with the number of points, and a set too
+# small for them is fitted while pairs outside it overtake the extremes. See
+# the design note, "Size of the active set".
 WORKING_SET = 4000
-
-# The dimension search. A candidate whose first (bluntest) stage ends above
-# GIVE_UP_FACTOR * eps is declared failing: on the benchmark sets the final
-# distortion was never below 0.45 of the first stage's (digits: 0.275 after
-# 0.566), so 2.5 leaves a margin.
-GIVE_UP_FACTOR = 2.5
-# Neither this nor LATER_GIVE_UP applies to a stage that ends at a log-range
-# below SHARPNESS_RANGE (a distortion below about 0.05; only searches for eps
-# below 0.04 are concerned): there the blunt first stage leaves the ratios near
-# an average fit, whatever k. The low-rank-plus-noise set (500 x 200), eps =
-# 0.01: every candidate from k = 16 to 128 ended its first stage at 0.021-0.039
-# and gave up, and the search returned k = 137 (distortion 0.0007), where k = 20
-# ends at 0.0077; now k = 16 (0.0098).
-# A later non-final stage gives up above eps * (1 + LATER_GIVE_UP * the stages
-# left after it). On the benchmark sets (Gaussian 300 x 1000 at k = 16 to 39,
-# breast_cancer, digits at k = 10, 20, 40) the final distortion was never below
-# 0.65 of the second stage's (two left; digits k = 40: 0.052 after 0.079) nor
-# below 0.89 of the third's (one left; the same fit: 0.052 after 0.058): the
-# thresholds 1.7 and 1.35 times eps leave a margin.
-LATER_GIVE_UP = 0.35
-# An all-pairs candidate whose final stage ends above (1 + FINISH_MARGIN) eps is
-# declared failing without its certificate and polish, which only lower the
-# distortion when they change it at all (Gaussian 300 x 1000, k = 32 to 39:
-# by 0.27-0.38 %; the polish's largest measured gain, breast_cancer, about
-# 0.5 %). One that ends at most eps succeeds; both are completed only if
-# returned (see LearnedJLTransformer._finish).
-FINISH_MARGIN = 0.02
-
 
 # A stage's sharpness is stated for ratios whose log-range log(r_max / r_min)
 # is at least SHARPNESS_RANGE (a distortion of about 0.05). The soft-max's
 # smoothing, up to 2 log(n_pairs) / beta, only counts against that range, so a
 # stage that starts from a narrower one sharpens in proportion (by at most
-# MAX_RANGE_FACTOR). Without it, the low-rank-plus-noise set (500 x 200) ended
-# its final stage (sharpness 1000) at log-ranges of 0.02-0.06, where the
-# soft-max weighed nearly every pair alike: k = 10 / 20 / 40, seeds 0 / 1,
-# 0.02196 / 0.02204, 0.00854 / 0.00854, 0.00595 / 0.00590 -> 0.02175 / 0.02164,
-# 0.00771 / 0.00766, 0.00395 / 0.00394 (final sharpness about 1,900, 5,400 and
-# 7,300). Every other benchmark row stays above the range, unchanged. At 0.25
-# the low-rank set went further (k = 20 / 40: 0.0075 / 0.0035) but digits k = 40
-# rose (0.05190 / 0.05149 -> 0.05205 / 0.05183), and sharpness relative to the
-# range in every stage (the first excepted) raised digits k = 20 and the sparse
-# text-like set (seed 1: 0.3710 -> 0.3850).
+# MAX_RANGE_FACTOR): otherwise it weighs nearly every pair alike. See the
+# design note, "Sharpness against the range".
 SHARPNESS_RANGE = 0.1
 MAX_RANGE_FACTOR = 64.0
 
@@ -1348,37 +1123,57 @@ def _range_factor(distortion):
     return min(SHARPNESS_RANGE / max(log_range, 1e-300), MAX_RANGE_FACTOR)
 
 
-def _growth_exponent(k0, fit0, k1, fit1):
-    """The exponent ``a`` of ``d(k) ~ k^(-a)`` between two failing candidates.
+def _record_fit_certificate(estimator, fit, curvature_tol):
+    """Store the kept fit's certificate on ``estimator`` (warns if it fails)."""
+    if fit.certificate is None:
+        record_trivial_certificate(estimator, curvature_tol=curvature_tol)
+        return
+    record_certificate(
+        estimator,
+        grad_norm=fit.certificate.grad_norm,
+        min_hessian_eig=fit.certificate.min_hessian_eig,
+        tol=estimator.tol,
+        curvature_tol=curvature_tol,
+        # At least one: a start that is already stationary (the isometry at
+        # k >= rank) still costs the certifying evaluation.
+        n_iter=max(1, fit.n_iter),
+        advice=(
+            # The count above is over all stages; the budget is each one's.
+            f"Increase max_iter (now {estimator.max_iter} per sharpness stage) "
+            "or loosen tol / curvature_tol."
+        ),
+        # Past this function, LearnedJLTransformer.fit and sklearn's
+        # _fit_context, to the caller.
+        stacklevel=4,
+    )
 
-    Measured on the distortions at the end of the last stage both ran (the
-    first stages' distortions fall with ``k`` as the final ones do), clipped
-    to ``[0.5, 1]``: 0.5 (a random projection's rate) when there is no such
-    stage.
-    """
-    if fit0 is None or k0 < 1:
-        return 0.5
-    s = min(len(fit0.stages), len(fit1.stages)) - 1
-    if s < 0 or not fit0.stages[s] > fit1.stages[s] > 0:
-        return 0.5
-    exponent = np.log(fit0.stages[s] / fit1.stages[s]) / np.log(k1 / k0)
-    return float(np.clip(exponent, 0.5, 1.0))
+
+def _sharpness_stages(softmax_sharpness, n_stages):
+    """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
+    return [softmax_sharpness / 4.0 ** (n_stages - 1 - s) for s in range(n_stages)]
 
 
-def _power_law_dimension(lo, d_lo, hi, d_hi, eps):
-    """Where ``d(k) = d_hi (k / hi)^(-a)`` through both points reaches ``eps``.
+def _stage_end(pairs, z, k, derandomized):
+    """The map at a stage's end point ``z``: the fields of ``_Fit`` it sets."""
+    rank = pairs.X.shape[1]
+    M = z[: k * rank].reshape(k, rank)
+    sigma = abs(z[-1]) if derandomized else 0.0
+    r_min, r_max = pairs.extremes(M)
+    return {
+        "W": M,
+        "distortion": _scale_free(r_min, r_max),
+        "r_min": r_min,
+        "r_max": r_max,
+        "sigma": sigma,
+    }
 
-    ``lo`` fails (``d_lo > eps``) and ``hi`` succeeds (``d_hi <= eps``); the
-    result is clipped to ``lo + 1 .. hi - 1`` (the midpoint if the distortions
-    do not fall with ``k``).
-    """
-    if not (d_lo > eps >= d_hi > 0) or lo < 1:
-        return (lo + hi) // 2
-    exponent = np.log(d_lo / d_hi) / np.log(hi / lo)
-    # The nearest integer: the crossing itself is a guess, and a guess just
-    # above an integer is as likely to succeed at it as to fail.
-    k = int(np.round(hi * (d_hi / eps) ** (1.0 / exponent)))
-    return min(max(k, lo + 1), hi - 1)
+
+def _stage_line(k, stage, n_stages, beta, distortion):
+    """The start of a stage's line of verbose output."""
+    return (
+        f"[LearnedJLTransformer] k={k} stage {stage + 1}/{n_stages} "
+        f"softmax_sharpness={beta:.4g}: distortion {distortion:.4f}"
+    )
 
 
 class _Fit(NamedTuple):
@@ -1396,103 +1191,3 @@ class _Fit(NamedTuple):
     stopped_after: int = 0  # the dimension search gave up after this stage (0: no)
     stages: tuple = ()  # all-pairs distortion at the end of each stage run
     pending: tuple = None  # decided before its certificate (see _fit_dimension)
-
-
-# The dimension search decides an all-pairs candidate during its stages (see
-# _Watch): it reads the distortion after every evaluation when the objective
-# keeps its log-ratios, else it measures it exactly every WATCH_EVERY
-# evaluations; a final stage fails when, over the last WATCH_WINDOW evaluations,
-# its lowest distortion fell by less than 1 / FAIL_PATIENCE of its remaining
-# distance to eps (and it is above the margin the polish may still close).
-WATCH_EVERY = 10
-WATCH_WINDOW = 25
-FAIL_PATIENCE = 4
-# The growth's first candidate (or the rank of the data, if smaller): on the
-# benchmark's Gaussian set k = 1, 2 and 4 cost 0.55 s of the search (400
-# active-set iterations each) to say what k = 8 says, that the dimension is
-# larger. A target reached below it is found going down, by bisection.
-SEARCH_START = 8
-
-
-class _Decided(Exception):
-    """Raised by ``_Watch`` to end the stage of a decided candidate."""
-
-    def __init__(self, z, reason):
-        super().__init__(reason)
-        self.z = z
-        self.reason = reason
-
-
-class _Watch:
-    """The objective of a search candidate's stage, deciding it on the way.
-
-    Each evaluated map's all-pairs distortion ``d`` is read off the lean
-    evaluation's log-ratio range (``tanh`` of half of ``log_range``; otherwise
-    the exact extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
-    first map whose exact distortion, re-measured pair by pair, is at most
-    ``eps``: a map of that dimension reaching ``eps`` exists, which is what the
-    search asks. In the final stage it fails once the lowest ``d`` so far is
-    above ``(1 + FINISH_MARGIN) eps`` and fell by less than ``1 /
-    FAIL_PATIENCE`` of its distance to ``eps`` over the last ``WATCH_WINDOW``
-    evaluations (a heuristic: the final stage's distortion falls fastest at
-    its start). Either raises ``_Decided`` with the map (on failure, the best
-    one seen).
-    """
-
-    def __init__(self, objective, pairs, k, eps, final, at_start=None):
-        self.objective = objective
-        self.lean = getattr(objective, "lean", False)
-        self.pairs = pairs
-        self.k = k
-        self.eps = eps
-        self.final = final
-        # The log-ratios are read only if they give the exact distortion at
-        # the stage's start (the first evaluation), when that is known.
-        self.read_log = self.lean and at_start is not None
-        self.at_start = at_start
-        self.n_eval = 0
-        self.history = []  # (evaluations, lowest distortion so far)
-        self.best_z = None
-        self.recheck = 0
-
-    def _distortion(self, M):
-        if self.read_log:
-            low, high = self.objective.log_range
-            if np.isfinite(high - low):
-                d = float(np.tanh(0.5 * (high - low)))
-                if self.n_eval > 1 or abs(d - self.at_start) <= 1e-9 * self.at_start:
-                    return d
-            self.read_log = False
-        if self.n_eval % WATCH_EVERY == 1:
-            return _scale_free(*self.pairs.extremes(M))
-        return None
-
-    def __call__(self, z):
-        out = self.objective(z)
-        self.n_eval += 1
-        rank = self.pairs.X.shape[1]
-        M = z[: self.k * rank].reshape(self.k, rank)
-        d = self._distortion(M)
-        if d is None or not np.isfinite(d):
-            return out
-        if d <= self.eps and self.n_eval >= self.recheck:
-            if _scale_free(*self.pairs.extremes(M)) <= self.eps:
-                raise _Decided(z.copy(), "reached eps")
-            # Round-off in the log-ratios' range: measured again later.
-            self.recheck = self.n_eval + WATCH_EVERY
-        if not self.history or d < self.history[-1][1]:
-            self.history.append((self.n_eval, d))
-            self.best_z = z.copy()
-        if not self.final or self.n_eval < 2 * WATCH_WINDOW:
-            return out
-        lowest = self.history[-1][1]
-        earlier = lowest
-        for n_eval, value in self.history:
-            if n_eval > self.n_eval - WATCH_WINDOW:
-                break
-            earlier = value
-        if lowest > self.eps * (1.0 + FINISH_MARGIN) and (
-            lowest - self.eps > FAIL_PATIENCE * (earlier - lowest)
-        ):
-            raise _Decided(self.best_z, "stalled above eps")
-        return out

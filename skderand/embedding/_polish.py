@@ -30,9 +30,8 @@ stops where the model predicts no decrease at any ``rho`` (a first-order
 (Clarke) stationary point of the active-set minimax, the nonsmooth counterpart
 of the smoothed stages' certificate), when a few steps in a row gained almost
 nothing, or at its step budget. It is a first-order method: near a minimax
-whose active pairs curve, its steps shrink (sharper smoothed stages, far more
-expensive, end about 0.002 lower on breast_cancer), so it finishes the smoothed
-stages rather than replacing them.
+whose active pairs curve, its steps shrink, so it finishes the smoothed stages
+rather than replacing them (see the developers' design note, "The polish").
 """
 
 import math
@@ -43,41 +42,31 @@ from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
 from skderand.embedding._pairs import difference_matrix
 
 # Pairs per side in each step's model to start with: enough for the minimax's
-# active pairs on the benchmark sets at the smoothed stages' end (a few dozen
-# carry weight), few enough that the dual costs milliseconds. A side grows (see
-# GROW) when pairs left out of its model overtake its extreme in a trial step.
+# active pairs at the smoothed stages' end (a few dozen carry weight), few
+# enough that the dual costs milliseconds. A side grows (see GROW) when pairs
+# left out of its model overtake its extreme in a trial step.
 POLISH_PAIRS = 64
 # A side's model doubles, up to MAX_POLISH_PAIRS pairs, when a rejected trial
-# step was undone by pairs outside it and the side is saturated (below): with a
-# fixed 64 per side, breast_cancer's dual put weight on all 64 low pairs and
-# every second step was rejected because the 65th and later pairs fell below
-# the minimum, so the trust region shrank step after step while the model's
-# predicted decrease stayed real. Beyond 128
-# the dual's cost grows as the square of its size for gains in the fifth
-# decimal (256: digits k = 20 0.27393 against 0.27406, 1.5 s against 0.4 s).
+# step was undone by pairs outside it and the side is saturated (below):
+# otherwise the trust region shrinks step after step while the model's
+# predicted decrease stays real. Beyond MAX_POLISH_PAIRS the dual's cost grows
+# as the square of its size for little gain. See the design note, "The
+# polish".
 GROW = 2
 # A side grows only when saturated: the dual puts weight (above
-# SATURATED_WEIGHT) on at least SATURATED of its pairs. Growing an unsaturated
-# side changed the path for nothing (low-rank 500 x 200, k = 10: 0.02242
-# against 0.02214 when only saturated sides grow).
+# SATURATED_WEIGHT) on at least SATURATED of its pairs.
 SATURATED = 0.9
 SATURATED_WEIGHT = 1e-9
 MAX_POLISH_PAIRS = 128
 # Steps of one polish, and rounds of (steps on the active set, blocked pass over
 # all pairs, add the pairs that overtake the extremes). A longer polish does
-# not replace the smoothed final stage's iterations: the sparse text-like set
-# (seed 0) with its final stage cut to 400 iterations (at 0.4001) polished to
-# 0.3926 in 2 rounds, and to 0.3843 in 6 rounds of up to 200 steps, in 3.5 s
-# more; the default (1,000 iterations, 2 rounds) reaches 0.3681 in about 6 s
-# more (alone, one BLAS thread, on a machine twice as slow as the benchmark's).
+# not replace the smoothed final stage's iterations (see the design note, "The
+# polish").
 POLISH_STEPS = 40
 POLISH_ROUNDS = 2
 # Stop when the last STALL_STEPS steps lowered F by less than STALL_DECREASE in
-# all (log units; 2e-5 is about 1e-5 in distortion): on the benchmark sets the
-# polish's gain came in its first 10-15 steps, and the remaining steps of the
-# 40 moved the distortion by at most 1e-5 (breast_cancer 0.42332 against
-# 0.42333 with this stop, digits and Gaussian k = 20 unchanged to 5 decimals)
-# for 0.1-0.2 s.
+# all (log units; 2e-5 is about 1e-5 in distortion): the polish's gain comes
+# in its first steps.
 STALL_STEPS = 6
 STALL_DECREASE = 2e-5
 # Acceptance of a step: the true decrease must reach this share of the model's.
@@ -89,15 +78,8 @@ RHO_SHRINK_LIMIT = 1e-8
 # Projected-gradient iterations of the dual (warm-started from the last step).
 DUAL_ITER = 150
 # ... or until the duality gap, relative to F - dual (see _dual_gap), is at most
-# DUAL_GAP, checked every DUAL_CHECK iterations.
-# Every dual of the benchmark fits ran its 150 iterations, where the relative
-# gap was 1e-10 to 1e-4; it falls below 1e-3 after about 40. Alternating A/B,
-# seeds 0 / 1, alone: the distortions within 2e-5 on every main-table set and
-# breast_cancer (Gaussian k = 10 / 40, digits k = 10 / 20, paper, low-rank
-# k = 10 / 20), the sparse text-like set within 1e-4 (seeds 0-2), the polish
-# of Gaussian k = 20 0.14-0.18 -> 0.10-0.13 s and of the sparse set 0.5-0.6
-# -> 0.4-0.5 s. At 1e-2 the low-rank set, k = 10, moved by 1e-4 (0.02198 ->
-# 0.02208, seed 0) and its polish took longer.
+# DUAL_GAP, checked every DUAL_CHECK iterations. See the design note, "The
+# polish".
 DUAL_GAP = 1e-3
 DUAL_CHECK = 10
 # Rows of the Gram matrix the embedded polish keeps (see _EmbeddedSteps), in
@@ -277,8 +259,7 @@ class _EmbeddedSteps:
     ``_ActivePairs.gram``; for sparse input from sparse products): per trial step
     ``O(n m k)`` for the ``m`` pairs of the model instead of the
     ``n x rank x k`` product ``X W^T`` and the ``m x rank`` differences of
-    the map's form (the sparse text-like set: rank 1,499 for 1,500 points;
-    the fit's polish 1.0 -> 0.6-0.7 s, A/B under the timing lock).
+    the map's form.
     """
 
     def __init__(self, X, rows, cols, d2, W, gram, map_of_points):
@@ -326,6 +307,25 @@ class _EmbeddedSteps:
         return self.map_of_points(Y)
 
 
+def _model(space, P, l, rows, cols, m_hi, m_lo):
+    """The step's model: the ``m_hi`` highest and ``m_lo`` lowest log-ratios ``l``.
+
+    Returns their indices (``high``, ``low`` and ``sel``, high first), the
+    selected pairs' embedded differences ``Y`` and squared norms ``y2``, their
+    signs (+1 high, -1 low) and the Gram matrix ``Q`` of ``s_p g_p``.
+    """
+    order = np.argpartition(l, (m_lo - 1, l.size - m_hi))
+    low, high = order[:m_lo], order[l.size - m_hi :]
+    sel = np.concatenate([high, low])
+    Y, DD = space.selected(P, rows[sel], cols[sel])
+    y2 = np.einsum("ij,ij->i", Y, Y)
+    sign = np.concatenate([np.ones(m_hi), -np.ones(m_lo)])
+    # Gram matrix of s_p g_p: 4 s_p s_q (y_p . y_q)(d_p . d_q) / (y2_p y2_q).
+    Q = 4.0 * (Y @ Y.T) * DD / np.outer(y2, y2)
+    Q *= np.outer(sign, sign)
+    return high, low, sel, Y, y2, sign, Q
+
+
 def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
     """Prox-linear steps on the minimax of the active pairs' log-ratios.
 
@@ -362,20 +362,12 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
     history = [F]
     while n_steps < max_steps:
         n_steps += 1
-        order = np.argpartition(l, (m_lo - 1, l.size - m_hi))
-        low, high = order[:m_lo], order[l.size - m_hi :]
-        sel = np.concatenate([high, low])
-        Y, DD = space.selected(P, rows[sel], cols[sel])
-        y2 = np.einsum("ij,ij->i", Y, Y)
-        sign = np.concatenate([np.ones(m_hi), -np.ones(m_lo)])
-        # Gram matrix of s_p g_p: 4 s_p s_q (y_p . y_q)(d_p . d_q) / (y2_p y2_q).
-        Q = 4.0 * (Y @ Y.T) * DD / np.outer(y2, y2)
-        Q *= np.outer(sign, sign)
+        high, low, sel, Y, y2, sign, Q = _model(space, P, l, rows, cols, m_hi, m_lo)
         c = sign * l[sel]
         if u is None or u.size != sel.size:
             u = np.concatenate([np.full(m_hi, 1.0 / m_hi), np.full(m_lo, 1.0 / m_lo)])
         # After a rejected step (or a change of rho alone) the model's Q is the
-        # same: its largest eigenvalue too (15 of 46 duals on the sparse set).
+        # same: its largest eigenvalue too.
         if last_Q is None or last_Q.shape != Q.shape or not np.array_equal(last_Q, Q):
             last_Q, top = Q, np.linalg.eigvalsh(Q)[-1]
         u = _dual(c, Q, m_hi, rho, u, top)
@@ -387,7 +379,7 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
             # An exact dual never predicts an increase (D = 0 is feasible): this
             # one is inexact, as FISTA's fixed budget leaves it at large rho.
             # A smaller rho conditions it better; declaring stationarity here
-            # stopped breast_cancer's polish 0.0002 above its end.
+            # would stop the polish early.
             rho *= 0.25
             if rho < RHO_SHRINK_LIMIT * rho0:
                 break
