@@ -97,7 +97,7 @@ class DeterministicQUBO(BaseEstimator):
         :class:`~skderand.DeterministicMaxCut`'s default, as is
         ``alpha_growth``: on QUBOs the rounding ends at better solutions when
         it follows the sign payoff more closely and raises the penalty more
-        gently (measured in ``benchmarks/bench_qubo.py``).
+        gently (the developers' notes on the framework give the measurement).
     alpha : float, default=0.1
         Penalty weight on ``||V||_F**2`` in the first stage of the rounding,
         relative to the mean absolute weight of the cut.
