@@ -60,12 +60,9 @@ def _bqm_to_ising(bqm):
     n = len(variables)
     # Each interaction once, as dimod counts it.
     M = sparse.csr_matrix((quadratic, (rows, cols)), shape=(n, n))
-    vartype = (
-        "SPIN"
-        if str(getattr(bqm.vartype, "name", bqm.vartype)) == "SPIN"
-        else ("BINARY")
-    )
-    if vartype == "SPIN":
+    spin = getattr(bqm.vartype, "name", str(bqm.vartype)) == "SPIN"
+    vartype = "SPIN" if spin else "BINARY"
+    if spin:
         return np.asarray(linear, float), M, float(offset), vartype, variables
     h, J, ising_offset = qubo_to_ising(M + sparse.diags(np.asarray(linear, float)))
     return h, J, ising_offset + float(offset), vartype, variables
