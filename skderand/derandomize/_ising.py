@@ -1,6 +1,6 @@
 """Ising problems with fields, and QUBO, MAX-2-SAT, MAX-DICUT, MAXCUT in Ising form.
 
-Every problem here is written as: maximize ``offset + h . t + t^T J t`` over
+Every problem here is written as: maximize ``offset + h^T t + t^T J t`` over
 spins ``t in {-1, 1}^n`` (``J`` square, read through its symmetric part; its
 diagonal adds the constant ``trace(J)``). With one extra spin ``t_0`` and
 ``t_i = s_i s_0``, and ``s_i s_j = 1 - 2 [s_i != s_j]``, that is a constant plus
@@ -57,7 +57,7 @@ def _check_fields(h, n):
 
 
 def qubo_to_ising(Q):
-    """``x^T Q x`` over ``x in {0, 1}^n`` as ``offset + h . t + t^T J t``.
+    """``x^T Q x`` over ``x in {0, 1}^n`` as ``offset + h^T t + t^T J t``.
 
     With ``x = (1 + t) / 2``: ``h = (Q 1 + Q^T 1) / 4``, ``J = Q / 4`` and
     ``offset = 1^T Q 1 / 4``. An asymmetric ``Q`` counts as its symmetric part
@@ -145,7 +145,7 @@ def _check_weights(weights, count, name):
 
 
 def clauses_to_ising(clauses, weights=None, n_variables=None):
-    """Weighted MAX-2-SAT as ``offset + h . t + t^T J t`` (``t_v = 1``: true).
+    """Weighted MAX-2-SAT as ``offset + h^T t + t^T J t`` (``t_v = 1``: true).
 
     The satisfied weight of a clause ``(l_i or l_j)`` with literal signs
     ``sigma`` is ``w (3 + sigma_i t_i + sigma_j t_j - sigma_i sigma_j t_i
@@ -221,7 +221,7 @@ def clauses_to_ising(clauses, weights=None, n_variables=None):
 
 
 def arcs_to_ising(arcs, weights=None, n_vertices=None):
-    """Weighted MAX-DICUT as ``offset + h . t + t^T J t`` (``t_v = 1``: source side).
+    """Weighted MAX-DICUT as ``offset + h^T t + t^T J t`` (``t_v = 1``: source side).
 
     An arc ``i -> j`` counts when ``i`` is on the source side and ``j`` is
     not: ``w (1 + t_i - t_j - t_i t_j) / 4``.
@@ -269,7 +269,7 @@ def arcs_to_ising(arcs, weights=None, n_vertices=None):
 
 
 class IsingExpectation(RoundingExpectation):
-    """Smoothed expected value of ``offset + h . t + t^T J t`` under sign rounding.
+    """Smoothed expected value of ``offset + h^T t + t^T J t`` under sign rounding.
 
     The spins are ``t_i = sign(y_i) sign(y_0)``, ``y = V z + mu + tau g`` with
     one extra coordinate ``0`` (the homogenizing spin, see the module
@@ -413,6 +413,6 @@ class IsingExpectation(RoundingExpectation):
         return solution if self.vartype == "SPIN" else 2.0 * solution - 1.0
 
     def solution_value(self, solution):
-        """``offset + h . t + t^T J t`` exactly, for a solution in :attr:`vartype`."""
+        """``offset + h^T t + t^T J t`` exactly, for a solution in :attr:`vartype`."""
         t = self.spins(solution)
         return float(self.offset + self.h @ t + t @ (self.J @ t))

@@ -72,7 +72,7 @@ class DeterministicQUBO(BaseEstimator):
     """Quadratic binary optimization by derandomized rounding, with a certified bound.
 
     Minimizes (or maximizes) ``x^T Q x`` over ``x in {0, 1}^n``, or an Ising
-    energy ``offset + h . t + t^T J t`` over ``t in {-1, 1}^n``,
+    energy ``offset + h^T t + t^T J t`` over ``t in {-1, 1}^n``,
     deterministically, and reports a rigorous bound on the optimum.
 
     The problem is written as a weighted cut of ``n + 1`` vertices (one extra
@@ -292,7 +292,7 @@ class DeterministicQUBO(BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit_ising(self, h, J, offset=0.0):
-        """Solve ``offset + h . t + t^T J t`` over ``t in {-1, 1}^n``.
+        """Solve ``offset + h^T t + t^T J t`` over ``t in {-1, 1}^n``.
 
         Parameters
         ----------

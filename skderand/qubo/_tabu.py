@@ -1,6 +1,6 @@
 """One-flip tabu search for Ising problems, at array speed.
 
-Maximize ``f(t) = offset + h . t + t^T K t`` over ``t in {-1, 1}^n``, ``K``
+Maximize ``f(t) = offset + h^T t + t^T K t`` over ``t in {-1, 1}^n``, ``K``
 symmetric with a zero diagonal. The field ``phi = h + 2 K t`` gives every
 flip's exact gain at once, ``gain_i = -2 t_i phi_i``, and a flip of ``t_k``
 changes the field by one row of ``K``: ``phi += 4 t_k K[k]`` (``t_k`` after
@@ -96,7 +96,7 @@ def _phase(rows, h, K, t, value, n_stall, rng):
 
 
 def ising_value(h, K, offset, t):
-    """``offset + h . t + t^T K t``."""
+    """``offset + h^T t + t^T K t``."""
     return float(offset + h @ t + t @ (K @ t))
 
 
