@@ -69,9 +69,9 @@ def test_rounding_alone_is_the_derandomized_solution(seed):
     # solves (checked on the fitted cut of n + 1 vertices).
     Q = _random_qubo(40, seed, density=0.3)
     qubo = DeterministicQUBO(sense="maximize", local_search=None).fit(Q)
-    assert qubo.value_ == pytest.approx(qubo.rounded_value_, abs=1e-9)
     x = qubo.solution_
-    assert qubo.value_ == pytest.approx(x @ Q @ x, abs=1e-9)
+    # Integer Q: every value is exact, not merely close.
+    assert qubo.value_ == qubo.rounded_value_ == x @ Q @ x
     best = DeterministicQUBO(sense="maximize").fit(Q)
     assert best.value_ >= qubo.value_ - 1e-9
 

@@ -348,7 +348,8 @@ class DeterministicQUBO(BaseEstimator):
         cut = self.cut_estimator_
         sides = 1.0 - 2.0 * cut.labels_  # vertex 0 is on side 0: s_0 = +1
         spins = sides[1:] * sides[0]
-        self.rounded_value_ = sign * ising.constant + sign * cut.rounded_cut_value_
+        # Exactly, from the spins: the cut's own value is on rescaled weights.
+        self.rounded_value_ = sign * ising.solution_value(spins)
         if self.local_search == "tabu" and n > 1:
             spins = self._improve(ising, spins, rng)
         self.vartype_ = vartype
