@@ -240,7 +240,7 @@ _LARGE_EIGSH_TOL = 1e-2
 # 3.75 s (planar +-1), certified in as many stages, rounded cuts 19,987 and
 # 8,371 against 19,985 and 8,370 (torus 100 x 100: 6,910 against 6,886).
 _LARGE_LBFGS_MEMORY = 5
-_LBFGS_MEMORY = 20
+_LBFGS_MEMORY = 20  # derandomize's default
 # Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
 # stays valid at any rank.
 _MAX_SDP_RANK = 100
@@ -460,9 +460,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         graphs of more than 5,000 vertices (with edges), one rank only:
         ``min(16, 2**19 / n)``.
     rounded_cut_value_ : float
-        Cut after the rounding, before the local search: ``sign(mu)``, each
-        vertex then fixed by conditional expectations (the rounding's exact
-        finishing step, which never lowers the expected cut at ``V = 0``).
+        Cut after the rounding, before the local search: that of ``sign(mu)``,
+        or of the rounding's exact finishing step (conditional expectations at
+        ``V = 0``, at least the smoothed expected cut there) where it is larger.
     grad_norm_ : float
         The rounding's certificate (see Notes): gradient norm of the rounding
         objective at the returned ``(V, mu)``, in the units of ``tol``.
@@ -826,8 +826,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         self.mu_[active] = rounding.mu * scale
         timings["rounding"] = time.perf_counter() - t
 
-        # The finishing step's sides: sign(mu) but where conditional
-        # expectations at V = 0 move a vertex to the better side.
+        # sign(mu), or the finishing step's sides where they cut more.
         spins = rounding.solution
         self.rounded_cut_value_ = scale * cut_value(adjacency, spins)
         t = time.perf_counter()
