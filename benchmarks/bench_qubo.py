@@ -14,7 +14,8 @@ For each instance (maximize ``x^T Q x``), in one run:
 The bqp files are read from ``../shared/data/orlib-bqp/`` next to the
 repository (they are not shipped with skderand). ``--generated`` adds dense
 instances (density 0.5, integer coefficients in [-100, 100], seeded) of
-n = 2,000 and 5,000, where the bound's gap is reported against our value.
+n = 2,000 and 5,000 (``--generated 2000`` for one size, ``--no-bqp`` for
+those alone), where the bound's gap is reported against our value.
 
 Run from the repository root, one BLAS thread, on an idle machine::
 
@@ -199,7 +200,16 @@ def summary(rows, dwave):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default=",".join(FILES))
-    parser.add_argument("--generated", action="store_true")
+    parser.add_argument(
+        "--generated",
+        nargs="?",
+        const="2000,5000",
+        default=None,
+        help="add dense generated instances of these sizes (default 2000,5000)",
+    )
+    parser.add_argument(
+        "--no-bqp", action="store_true", help="only the generated instances"
+    )
     parser.add_argument("--no-dwave", action="store_true", help="ours only")
     args = parser.parse_args(argv)
     dwave = not args.no_dwave
@@ -216,10 +226,11 @@ def main(argv=None):
     known = best_known()
     rng = np.random.default_rng(0)
     rows = []
-    for name in args.files.split(","):
+    for name in [] if args.no_bqp else args.files.split(","):
         for k, Q in enumerate(read_instances(name), start=1):
             rows.append(row(f"{name}-{k}", Q, known[(name, k)], dwave, rng))
-    summary(rows, dwave)
+    if rows:
+        summary(rows, dwave)
     if args.generated:
         print(
             "# generated: density 0.5, integers in [-100, 100]; ratio and gap "
@@ -228,7 +239,7 @@ def main(argv=None):
         print(HEADER)
         generated_rows = [
             row(f"dense{n}", generated(n, seed=n), None, dwave, rng)
-            for n in (2_000, 5_000)
+            for n in map(int, args.generated.split(","))
         ]
         if dwave:
             print(
