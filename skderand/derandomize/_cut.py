@@ -153,6 +153,29 @@ def separation_hessian(h, k, rho, d_h, d_k, d_rho):
     return p_hh, p_hk, p_kk, p_hr, p_kr, p_rr
 
 
+def symmetric_zero_diagonal(A, subject, symbol):
+    """``A`` as a new CSR matrix with a zero diagonal, checked square and symmetric.
+
+    The caller's matrix is never modified. The errors name ``subject`` (what
+    the user passed) and write the asymmetry as ``|symbol - symbol.T|``.
+    """
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(
+            f"{subject} must be a square adjacency matrix; got shape {A.shape}."
+        )
+    A = sparse.csr_matrix(A, dtype=np.float64, copy=True)
+    A.setdiag(0.0)
+    A.eliminate_zeros()
+    asymmetry = abs(A - A.T).max() if A.nnz else 0.0
+    scale = abs(A).max() if A.nnz else 0.0
+    if asymmetry > 1e-10 * max(scale, 1e-300):
+        raise ValueError(
+            f"{subject} must be symmetric (an undirected graph); the largest "
+            f"|{symbol} - {symbol}.T| entry is {asymmetry:.3g}."
+        )
+    return A
+
+
 class CutExpectation(RoundingExpectation):
     """Smoothed expected weight of the cut ``sign(V z + mu + tau g)``.
 
@@ -214,19 +237,10 @@ class CutExpectation(RoundingExpectation):
     exact_finish = True
 
     def __init__(self, adjacency, tau=0.1):
-        A = sparse.csr_matrix(adjacency, dtype=np.float64, copy=True)
-        if A.ndim != 2 or A.shape[0] != A.shape[1]:
-            raise ValueError(f"adjacency must be square; got shape {A.shape}.")
+        A = sparse.csr_matrix(adjacency, dtype=np.float64)
         if not np.all(np.isfinite(A.data)):
             raise ValueError("adjacency contains NaN or infinite entries.")
-        A.setdiag(0.0)
-        A.eliminate_zeros()
-        asymmetry = abs(A - A.T).max() if A.nnz else 0.0
-        if asymmetry > 1e-10 * max(abs(A).max() if A.nnz else 0.0, 1e-300):
-            raise ValueError(
-                "adjacency must be symmetric (an undirected graph); the largest "
-                f"|A - A.T| entry is {asymmetry:.3g}."
-            )
+        A = symmetric_zero_diagonal(A, "adjacency", "A")
         upper = sparse.triu(A, k=1).tocoo()
         self._setup(
             A.shape[0],

@@ -20,6 +20,7 @@ from skderand._random import seeded_generator
 from skderand._sklearn_compat import Interval, StrOptions, _fit_context, validate_data
 from skderand._threads import one_blas_thread
 from skderand.derandomize import CutExpectation, derandomize
+from skderand.derandomize._cut import symmetric_zero_diagonal
 from skderand.maxcut._annealing import anneal, greedy_colouring, temper
 from skderand.maxcut._graph_io import _is_networkx_graph, graph_to_adjacency
 from skderand.maxcut._local_search import cut_value, one_flip, tabu_search
@@ -283,24 +284,7 @@ def _check_fit_memory(n_vertices, n_entries):
 
 def _check_precomputed(A):
     """Validate a precomputed adjacency; return it as CSR with a zero diagonal."""
-    n_rows, n_cols = A.shape
-    if n_rows != n_cols:
-        raise ValueError(
-            "With affinity='precomputed', X must be a square adjacency matrix; "
-            f"got shape {A.shape}."
-        )
-    # A copy: the caller's matrix is never modified.
-    A = sparse.csr_matrix(A, dtype=np.float64, copy=True)
-    A.setdiag(0.0)
-    A.eliminate_zeros()
-    asymmetry = abs(A - A.T).max() if A.nnz else 0.0
-    scale = abs(A).max() if A.nnz else 0.0
-    if asymmetry > 1e-10 * max(scale, 1e-300):
-        raise ValueError(
-            "With affinity='precomputed', X must be symmetric (an undirected "
-            f"graph); the largest |X - X.T| entry is {asymmetry:.3g}."
-        )
-    return A
+    return symmetric_zero_diagonal(A, "With affinity='precomputed', X", "X")
 
 
 class DeterministicMaxCut(ClusterMixin, BaseEstimator):
