@@ -1,6 +1,6 @@
 """DeterministicQUBO: derandomized rounding of the QUBO relaxation, certified bound."""
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from scipy import sparse
@@ -18,6 +18,18 @@ from skderand.qubo._tabu import coupling_matrix, ising_value, tabu_search
 
 __all__ = ["DeterministicQUBO"]
 
+# Parameters of the relaxation and the rounding, passed on to the cut of n + 1
+# vertices with the same meaning (only some defaults differ).
+_CUT_PARAMETERS = (
+    "tau",
+    "alpha",
+    "alpha_growth",
+    "max_stages",
+    "max_iter",
+    "tol",
+    "curvature_tol",
+    "rounding_rank",
+)
 # The tabu search keeps the couplings dense (a move adds one contiguous row,
 # in BLAS) up to this many bytes, about 5,800 variables; sparse rows beyond.
 _DENSE_COUPLINGS_BYTES = 2**28
@@ -208,14 +220,11 @@ class DeterministicQUBO(BaseEstimator):
 
     _parameter_constraints: dict = {
         "sense": [StrOptions({"minimize", "maximize"})],
-        "tau": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
-        "alpha_growth": [Interval(Real, 1, None, closed="neither")],
-        "max_stages": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
-        "curvature_tol": [Interval(Real, 0, None, closed="left"), None],
-        "rounding_rank": [Interval(Integral, 1, None, closed="left"), None],
+        # The relaxation's and rounding's parameters are the cut's, passed on.
+        **{
+            name: DeterministicMaxCut._parameter_constraints[name]
+            for name in _CUT_PARAMETERS
+        },
         "local_search": [StrOptions({"tabu"}), None],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -329,17 +338,10 @@ class DeterministicQUBO(BaseEstimator):
         rng = seeded_generator(self.random_state)
         cut = DeterministicMaxCut(
             affinity="precomputed",
-            tau=self.tau,
-            alpha=self.alpha,
-            alpha_growth=self.alpha_growth,
-            max_stages=self.max_stages,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            curvature_tol=self.curvature_tol,
-            rounding_rank=self.rounding_rank,
             local_search=None,
             random_state=draw_seeds(rng),
             verbose=self.verbose,
+            **{name: getattr(self, name) for name in _CUT_PARAMETERS},
         )
         # The homogenized cut is symmetric with a zero diagonal by construction;
         # its certificate is reported below, in this estimator's terms.
