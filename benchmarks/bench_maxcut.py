@@ -97,17 +97,18 @@ def best_cut(A, sampleset):
     return max(cut_value(A, s) for s in spins)
 
 
-def run_sa(A, bqm, seconds, reads):
+def calibrated_sa(bqm, seconds, reads, first_sweeps=CALIBRATION_SWEEPS):
     """SA with ``reads`` reads and as many sweeps as fit in ``seconds``.
 
     The sweeps are rescaled from a short run, then from each full run, until the
     run's wall time is within ``TIME_MATCH`` of ``seconds`` (fixed start-up
-    costs make a single short calibration underestimate the sweeps).
+    costs make a single short calibration underestimate the sweeps). Returns
+    ``(sampleset, elapsed, sweeps)``.
     """
     from dwave.samplers import SimulatedAnnealingSampler
 
     sampler = SimulatedAnnealingSampler()
-    sweeps = CALIBRATION_SWEEPS
+    sweeps = first_sweeps
     for _ in range(CALIBRATION_ROUNDS):
         start = time.perf_counter()
         result = sampler.sample(bqm, num_reads=reads, num_sweeps=sweeps, seed=0)
@@ -119,6 +120,12 @@ def run_sa(A, bqm, seconds, reads):
         start = time.perf_counter()
         result = sampler.sample(bqm, num_reads=reads, num_sweeps=sweeps, seed=0)
         elapsed = time.perf_counter() - start
+    return result, elapsed, sweeps
+
+
+def run_sa(A, bqm, seconds, reads):
+    """The best cut of :func:`calibrated_sa`, its wall time and sweeps."""
+    result, elapsed, sweeps = calibrated_sa(bqm, seconds, reads)
     return best_cut(A, result), elapsed, sweeps
 
 

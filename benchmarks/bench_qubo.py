@@ -40,14 +40,14 @@ from skderand.qubo import read_qubo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _resources import machine_conditions  # noqa: E402
+from bench_maxcut import calibrated_sa  # noqa: E402
 
 ORLIB = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "orlib-bqp"
 FILES = ("bqp50", "bqp100", "bqp250", "bqp500")
 N_ROUNDINGS = 100
 SA_READS = 10
+# SA's first calibration run (bench_maxcut.calibrated_sa rescales from it).
 CALIBRATION_SWEEPS = 100
-CALIBRATION_ROUNDS = 4
-TIME_MATCH = 0.15
 
 
 def read_instances(name):
@@ -111,17 +111,9 @@ def best_value(Q, sampleset):
 
 
 def run_sa(Q, bqm, seconds):
-    from dwave.samplers import SimulatedAnnealingSampler
-
-    sampler = SimulatedAnnealingSampler()
-    sweeps = CALIBRATION_SWEEPS
-    for _ in range(CALIBRATION_ROUNDS):
-        start = time.perf_counter()
-        result = sampler.sample(bqm, num_reads=SA_READS, num_sweeps=sweeps, seed=0)
-        elapsed = time.perf_counter() - start
-        if abs(elapsed - seconds) <= TIME_MATCH * seconds:
-            break
-        sweeps = max(1, int(sweeps * seconds / elapsed))
+    result, elapsed, _ = calibrated_sa(
+        bqm, seconds, SA_READS, first_sweeps=CALIBRATION_SWEEPS
+    )
     return best_value(Q, result), elapsed
 
 
