@@ -17,7 +17,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from skderand.optimize._certificate import _lanczos_smallest
@@ -47,6 +47,11 @@ _EIGSH_MAX_RESTARTS = 100
 # Krylov vectors of the fallback Lanczos: 100 vectors of n floats (80 MB at
 # n = 100,000) and a residual small enough to cost the bound little.
 _FALLBACK_LANCZOS_ITER = 100
+# Up to this many vertices, ARPACK gets _EIGSH_RESTARTS_BEFORE_DENSE restarts
+# and then a dense eigensolver takes over (about (4/3) n**3 flops and 8 n**2
+# bytes; under a second at n = 2,000).
+_DENSE_FALLBACK_MAX_N = 2_000
+_EIGSH_RESTARTS_BEFORE_DENSE = 20
 
 
 def symmetric_adjacency(n, rows, cols, weights):
@@ -166,12 +171,10 @@ def dual_upper_bound(adjacency, V, rng):
 def _dual_bound(adjacency, V, rng, tol=_EIGSH_TOL):
     """The dual bound and the eigenvector of the dual matrix's smallest eigenvalue.
 
-    Returns ``(bound, lambda_min_lower, y, u)``. The smallest eigenvalue of the sparse
-    ``S = Diag(y) - L / 4`` comes from Lanczos (``eigsh``); the residual norm
-    ``|S x - theta x|`` of the returned Ritz pair bounds the distance from the Ritz
-    value ``theta`` to an eigenvalue of ``S``, and it is subtracted so that the
-    eigensolver's own tolerance cannot make the bound too small; ``tol`` is
-    ARPACK's (relative to the Ritz value): any value keeps the bound valid.
+    Returns ``(bound, lambda_min_lower, y, u)``: ``lambda_min_lower`` is a lower
+    bound on the smallest eigenvalue of ``S = Diag(y) - L / 4`` and ``u`` its
+    (Ritz) vector, from :func:`_smallest_eigenpair`; ``tol`` is ARPACK's
+    (relative to the Ritz value): any value keeps the bound valid.
     """
     n = adjacency.shape[0]
     degree = np.asarray(adjacency.sum(axis=1)).ravel()
@@ -179,47 +182,66 @@ def _dual_bound(adjacency, V, rng, tol=_EIGSH_TOL):
     LV = laplacian @ V
     y = np.einsum("ij,ij->i", V, LV) / 4.0
     S = (sparse.diags(y) - laplacian / 4.0).tocsr()
-    if n <= _DENSE_EIGEN_MAX_N:
-        # Small graphs: a dense symmetric eigensolver, with a margin for its
-        # backward error (a few ulps of the matrix norm).
-        eigenvalues, eigenvectors = np.linalg.eigh(S.toarray())
-        lam_low, vec = float(eigenvalues[0]), eigenvectors[:, 0]
-        lam_low -= 1e-12 * n * max(1.0, float(abs(S).max()))
-    else:
-        # One Ritz pair, a 40-vector Krylov space and a loose tolerance: the
-        # residual correction below makes any tolerance safe. ARPACK's tolerance
-        # is relative to the Ritz value, which is near 0 at an SDP optimum, so a
-        # tight one asks for an absolute accuracy far beyond what the bound
-        # needs: 1e-3 changed the bound by at most 0.01 against 1e-6 (G1, G22,
-        # toroidal 100 x 100) for 20-40% fewer products, and on planar
-        # n = 10,000 +-1 the rank-16 solve converges (1,541 products, bound
-        # 9,419.3) where 1e-6 ran out of restarts and the fallback's residual
-        # gave 9,438.8 (the rank-32 one still falls back; the smallest bound
-        # over the ranks is what is reported). ``tol`` lets a caller loosen
-        # it further where the eigenvalue term is not used to choose a rank.
-        try:
-            theta, vec = eigsh(
-                S,
-                k=1,
-                which="SA",
-                v0=rng.standard_normal(n),
-                ncv=min(n, 40),
-                tol=tol,
-                maxiter=_EIGSH_MAX_RESTARTS,
-            )
-            theta, vec = float(theta[0]), vec[:, 0]
-        except ArpackNoConvergence:
-            # Near an exact SDP optimum the lowest eigenvalues cluster at 0 and
-            # ARPACK's restarts may not separate them. Lanczos without
-            # restarts (full reorthogonalization) always returns its best Ritz
-            # pair; its residual, subtracted below, pays for the inaccuracy.
-            theta, vec, _, _ = _lanczos_smallest(
-                S.dot, n, rng, max_iter=_FALLBACK_LANCZOS_ITER, rtol=1e-8
-            )
-        residual = np.linalg.norm(S @ vec - theta * vec)
-        lam_low = float(theta - residual)
+    lam_low, vec = _smallest_eigenpair(S, rng, tol)
     bound = float(np.sum(y) + n * max(0.0, -lam_low))
     return bound, lam_low, y, vec
+
+
+def _dense_smallest_eigenpair(S):
+    """The smallest eigenpair of the sparse symmetric ``S`` by a dense solver.
+
+    The eigenvalue is lowered by a margin for the solver's backward error (a
+    few ulps of the matrix norm), so that it stays a lower bound.
+    """
+    n = S.shape[0]
+    eigenvalue, eigenvector = linalg.eigh(S.toarray(), subset_by_index=[0, 0])
+    margin = 1e-12 * n * max(1.0, float(abs(S).max()))
+    return float(eigenvalue[0]) - margin, eigenvector[:, 0]
+
+
+def _smallest_eigenpair(S, rng, tol):
+    """A lower bound on the smallest eigenvalue of ``S`` and its (Ritz) vector.
+
+    Small matrices go to a dense eigensolver. Otherwise one Ritz pair comes
+    from ARPACK with a 40-vector Krylov space and a loose tolerance, and the
+    residual norm ``|S x - theta x|``, which bounds the distance from the Ritz
+    value ``theta`` to an eigenvalue of ``S``, is subtracted from it, so that
+    any tolerance keeps the bound valid. ARPACK's tolerance is relative to the
+    Ritz value, which is near 0 at an SDP optimum: a tight one would ask for
+    far more accuracy than the bound needs.
+
+    Near an exact SDP optimum the lowest eigenvalues cluster at 0 and ARPACK's
+    restarts may not separate them. Up to ``_DENSE_FALLBACK_MAX_N`` vertices
+    the dense solver then takes over after a few restarts (it costs about as
+    much as twenty of them); above, Lanczos without restarts (full
+    reorthogonalization) returns its best Ritz pair, whose residual pays for
+    the inaccuracy.
+    """
+    n = S.shape[0]
+    if n <= _DENSE_EIGEN_MAX_N:
+        return _dense_smallest_eigenpair(S)
+    dense_fallback = n <= _DENSE_FALLBACK_MAX_N
+    try:
+        theta, vec = eigsh(
+            S,
+            k=1,
+            which="SA",
+            v0=rng.standard_normal(n),
+            ncv=min(n, 40),
+            tol=tol,
+            maxiter=_EIGSH_RESTARTS_BEFORE_DENSE
+            if dense_fallback
+            else _EIGSH_MAX_RESTARTS,
+        )
+        theta, vec = float(theta[0]), vec[:, 0]
+    except ArpackNoConvergence:
+        if dense_fallback:
+            return _dense_smallest_eigenpair(S)
+        theta, vec, _, _ = _lanczos_smallest(
+            S.dot, n, rng, max_iter=_FALLBACK_LANCZOS_ITER, rtol=1e-8
+        )
+    residual = np.linalg.norm(S @ vec - theta * vec)
+    return float(theta - residual), vec
 
 
 class SdpSolution(NamedTuple):
