@@ -14,7 +14,12 @@ from skderand.derandomize import IsingExpectation, qubo_to_ising
 from skderand.maxcut import DeterministicMaxCut
 from skderand.maxcut._maxcut import _sdp_rank
 from skderand.optimize._certificate import record_certificate
-from skderand.qubo._tabu import coupling_matrix, ising_value, tabu_search
+from skderand.qubo._tabu import (
+    chain_state_bytes,
+    coupling_matrix,
+    ising_value,
+    tabu_search,
+)
 
 __all__ = ["DeterministicQUBO"]
 
@@ -41,7 +46,7 @@ def fit_memory_bytes(n_variables, n_entries):
     The Ising form's copies of the matrix and the cut of ``n + 1`` vertices
     (about four sparse matrices), the cut's own fit, and the tabu search's
     couplings (dense up to ``_DENSE_COUPLINGS_BYTES``, three copies while they
-    are symmetrized).
+    are symmetrized) and its chains.
     """
     n, entries = n_variables, 2 * (n_entries + n_variables)
     dense = 8 * n * n
@@ -50,6 +55,7 @@ def fit_memory_bytes(n_variables, n_entries):
         4 * csr_bytes(n + 1, entries)
         + maxcut_fit_bytes(n + 1, entries, _sdp_rank(n + 1))
         + 3 * couplings
+        + chain_state_bytes(n)
     )
 
 
