@@ -713,7 +713,7 @@ def test_verbose_prints_the_path_and_the_restarts(capsys):
         y,
     )
     lines = _lines(capsys.readouterr().out, tag)
-    # Each rank the bisection tries, as it is scored, then the choice.
+    # Each rank the search tries, as it is scored, then the choice.
     ranks = list(auto.rank_cv_scores_)
     assert len(ranks) >= 1
     tried = lines[2 : 2 + len(ranks)]

@@ -223,12 +223,22 @@ class _Network:
 
     def forward(self, theta, X):
         """Network output for inputs ``X`` of shape ``(n_samples, n_features)``."""
-        weights, biases = self.unpack(theta)
+        weights, biases = self._in_dtype_of(X, *self.unpack(theta))
         a = X
         for layer, (weight, bias) in enumerate(zip(weights, biases, strict=True)):
             z = a @ weight.T + bias
             a = z if layer == self.n_layers - 1 else self.act(z)[0]
         return a
+
+    @staticmethod
+    def _in_dtype_of(X, weights, biases):
+        """The parameters in ``X``'s floating type (float32 inputs run in float32)."""
+        if X.dtype == np.float64:
+            return weights, biases
+        return (
+            [w.astype(X.dtype) for w in weights],
+            [b.astype(X.dtype) for b in biases],
+        )
 
     def _evaluate(self, theta, X, Y):
         """Forward and backward pass; cached for Hessian-vector products at theta."""
@@ -236,9 +246,11 @@ class _Network:
             return self._cache
         n = X.shape[0]
         weights, biases = self.unpack(theta)
+        # Products in X's type; the decay terms and the result in float64.
+        weights_x, biases_x = self._in_dtype_of(X, weights, biases)
         inputs, zs, d1s = [X], [], []
         a = X
-        for layer, (weight, bias) in enumerate(zip(weights, biases, strict=True)):
+        for layer, (weight, bias) in enumerate(zip(weights_x, biases_x, strict=True)):
             z = a @ weight.T + bias
             if layer == self.n_layers - 1:
                 out = z
@@ -250,10 +262,10 @@ class _Network:
         losses, dout, loss_hvp = self.loss(out, Y)
         if self.sample_weight is None:
             scale = 1.0 / n
-            value = np.sum(losses) * scale
+            value = float(np.sum(losses, dtype=np.float64)) * scale
         else:
             scale = self.sample_weight[:, None]
-            value = np.sum(losses * scale)
+            value = float(np.sum(losses * scale, dtype=np.float64))
         grad_out = dout * scale
         # Backward pass: gradients of the pre-activations, layer by layer.
         grad_z = [None] * self.n_layers
@@ -261,7 +273,7 @@ class _Network:
         grad_z[-1] = grad_out
         for layer in range(self.n_layers - 1, -1, -1):
             if layer > 0:
-                grad_a[layer] = grad_z[layer] @ weights[layer]
+                grad_a[layer] = grad_z[layer] @ weights_x[layer]
                 grad_z[layer - 1] = grad_a[layer] * d1s[layer - 1]
         grad = np.empty(self.n_params)
         for layer, (w, b, _) in enumerate(self.slices):
