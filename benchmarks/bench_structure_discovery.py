@@ -23,15 +23,22 @@ with like on a shared machine (``--blas-threads`` changes that).
 
 Run ``python benchmarks/bench_structure_discovery.py`` (all 15 rows),
 ``--sizes 50x2000`` for one size, ``--large`` to time one fit at n = 100,000,
-d = 500.
+d = 500, ``--scale`` for the scale table: the defaults against
+``MLPRegressor(hidden_layer_sizes=(64,))`` and ``HistGradientBoostingRegressor``
+fitted on the same rows (n = 50,000 and 200,000 at d = 100; ``--scale-sizes``
+changes them, e.g. ``1000000x50``), with our fit's peak resident memory above
+what the process held before it.
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.decomposition import PCA
+from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
@@ -43,7 +50,17 @@ from skderand.datasets import (
     subspace_distance,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _resources import (  # noqa: E402
+    machine_conditions,
+    peak_resident_mib,
+    reset_peak_resident,
+)
+
 SIZES = [(20, 2000), (50, 2000), (100, 4000)]
+SCALE_SIZES = [(100, 50_000), (100, 200_000)]
+SCALE_LINKS = ("tanh+square", "relu")
 
 
 def _whiten(X):
@@ -187,6 +204,53 @@ def large(seed):
     )
 
 
+def scale(sizes, seed):
+    """The scale table: the defaults against an MLP and gradient boosting."""
+    header = (
+        f"{'teacher':<12} {'d':>4} {'n':>8} {'ours s':>8} {'dist':>6} {'k':>3} "
+        f"{'auto':>5} {'cert':>5} {'iters':>6} {'MiB':>7} {'MLP s':>7} "
+        f"{'HGB s':>7} {'ours/MLP':>9}"
+    )
+    print(f"# scale table; {machine_conditions()}")
+    print(
+        "# ours: StructureDiscoveryRegressor(random_state=seed) defaults; MiB: its "
+        "peak resident memory above the process's before the fit; MLP: "
+        "MLPRegressor((64,)), HGB: HistGradientBoostingRegressor(), defaults"
+    )
+    print(header)
+    ratios = []
+    for d, n in sizes:
+        for link in SCALE_LINKS:
+            X, y, U = make_multi_index_regression(n, d, link=link, random_state=seed)
+            k = U.shape[0]
+            before = reset_peak_resident()
+            est = StructureDiscoveryRegressor(random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                _, ours_s = _timed(est.fit, X, y)
+            memory = peak_resident_mib() - before if before is not None else np.nan
+            dist = subspace_distance(est.subspace_[:k], U)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                _, mlp_s = _timed(
+                    MLPRegressor(hidden_layer_sizes=(64,), random_state=seed).fit, X, y
+                )
+            _, hgb_s = _timed(
+                HistGradientBoostingRegressor(random_state=seed).fit, X, y
+            )
+            ratios.append(ours_s / mlp_s)
+            auto = "yes" if est.n_components_ == k else "NO"
+            print(
+                f"{link:<12} {d:>4} {n:>8} {ours_s:>8.1f} {dist:>6.3f} "
+                f"{est.n_components_:>3} {auto:>5} "
+                f"{'yes' if est.certified_ else 'NO':>5} {est.n_iter_:>6} "
+                f"{memory:>7.0f} {mlp_s:>7.1f} {hgb_s:>7.1f} {ours_s / mlp_s:>9.2f}",
+                flush=True,
+            )
+    print(f"# end: {machine_conditions()}")
+    return ratios
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -209,13 +273,27 @@ def main(argv=None):
     parser.add_argument(
         "--large", action="store_true", help="time one fit at n=1e5, d=500 instead"
     )
+    parser.add_argument(
+        "--scale", action="store_true", help="the scale table instead (see above)"
+    )
+    parser.add_argument(
+        "--scale-sizes",
+        nargs="*",
+        default=[f"{d}x{n}" for d, n in SCALE_SIZES],
+        help="dxn pairs of the scale table",
+    )
     args = parser.parse_args(argv)
     limit = args.blas_threads
     if limit is None:
         limit = None if args.large else 1
     limit = limit or None
     with threadpool_limits(limits=limit, user_api="blas"):
-        if args.large:
+        if args.scale:
+            scale(
+                [tuple(int(v) for v in s.split("x")) for s in args.scale_sizes],
+                args.seed,
+            )
+        elif args.large:
             large(args.seed)
         else:
             sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes]

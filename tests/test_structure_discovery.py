@@ -16,6 +16,7 @@ from skderand.datasets import (
     make_multi_index_regression,
     subspace_distance,
 )
+from skderand.neural import _structure_discovery
 
 
 def _teacher(name, seed, d=10, n=2000):
@@ -336,13 +337,36 @@ def test_auto_alpha_picks_what_grid_search_over_the_same_folds_picks(name):
     # Warm starts along the path score as cold fits do at the chosen decay, and
     # never worse elsewhere (at large decays a cold start can fall into the
     # collapsed first layer that the path, coming from below, stays out of).
+    # (The path may stop past the peak: compare the decays it scored.)
+    n_scored = len(auto.alphas_)
     auto_mean = auto.cv_scores_.mean(axis=1)
-    grid_mean = grid.cv_results_["mean_test_score"]
+    grid_mean = grid.cv_results_["mean_test_score"][:n_scored]
     pick = alphas.index(auto.alpha_)
     assert abs(auto_mean[pick] - grid_mean[pick]) <= 0.02
     assert np.all(auto_mean >= grid_mean - 0.02)
-    assert auto.cv_scores_.shape == (len(alphas), 4)
-    assert_allclose(auto.alphas_, alphas)
+    assert auto.cv_scores_.shape == (n_scored, 4)
+    assert_allclose(auto.alphas_, alphas[:n_scored])
+
+
+def test_decay_path_stops_past_the_peak_without_changing_the_choice(monkeypatch):
+    # Many clean samples want a small decay: the path stops once two decays in
+    # a row fall below the best by more than the one-standard-error rule
+    # allows, and the whole path would have chosen the same decay.
+    X, y, _ = make_multi_index_regression(
+        1500, 10, link="relu", noise=0.05, random_state=0
+    )
+    params = dict(hidden_layer_sizes=8, n_components=1, random_state=0)
+    stopped = StructureDiscoveryRegressor(**params).fit(X, y)
+    monkeypatch.setattr(_structure_discovery, "_PATH_PATIENCE", 100)
+    whole = StructureDiscoveryRegressor(**params).fit(X, y)
+    n_scored = len(stopped.alphas_)
+    assert n_scored < len(whole.alphas_) == 7
+    assert_allclose(stopped.alphas_, whole.alphas_[:n_scored])
+    assert_allclose(stopped.cv_scores_, whole.cv_scores_[:n_scored])
+    assert stopped.alpha_ == whole.alpha_
+    top = stopped.cv_scores_[np.argmax(stopped.cv_scores_.mean(axis=1))]
+    for row in stopped.cv_scores_[-2:]:
+        assert not _structure_discovery._as_good(row, top, 1.0)
 
 
 def test_auto_alpha_follows_the_sample_size_and_noise():

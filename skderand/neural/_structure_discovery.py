@@ -72,7 +72,16 @@ _PATH_MAX_ITER = 100
 # on the first layer's products and the activations); the certified refit runs
 # in double.
 _PATH_DTYPE = np.float32
+# The path stops once this many decays in a row score below the best one by
+# more than the one-standard-error rule allows (see _as_good).
+_PATH_PATIENCE = 2
+# Gradient tolerance of the single-precision fit on all the rows that starts
+# the certified refit (about what single precision resolves on these losses).
 _REFIT_START_GTOL = 1e-4
+# The networks restricted to a rank are refitted further than the path's: a
+# loose refit scores a sufficient rank below the full network it is cut from.
+_RANK_GTOL = 1e-4
+_RANK_MAX_ITER = 300
 
 _REGRESSION_LOSSES = ("squared_error", "pseudo_huber")
 
@@ -280,7 +289,12 @@ class _Fold:
         path = _DecayPath(
             small, theta, self.path.X @ basis.T, self.path.Y, self.single_thread
         )
-        return self._score(small.forward(path.fit(alpha), self.X_test @ basis.T))
+        return self._score(
+            small.forward(
+                path.fit(alpha, gtol=_RANK_GTOL, max_iter=_RANK_MAX_ITER),
+                self.X_test @ basis.T,
+            )
+        )
 
 
 def _as_good(scores, best_scores, unit):
@@ -483,9 +497,9 @@ class _BaseStructureDiscovery(
 
         The path runs on the cross-validated rows (``rows``; ``None`` for all),
         so that the refit starts on the branch the held-out scores were measured
-        on; from a subsample, one more single-precision fit at ``alpha_`` on all
-        the rows brings it close to their optimum at a quarter of the cost of
-        double-precision iterations.
+        on; then one more single-precision fit at ``alpha_`` on all the rows,
+        to ``_REFIT_START_GTOL``, brings it close to their optimum at a fraction
+        of the cost of double-precision iterations.
         """
         net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
         start = net.init(np.random.default_rng(seed))
@@ -497,10 +511,8 @@ class _BaseStructureDiscovery(
         for alpha in self.alphas_[:n_steps]:
             theta = path.fit(alpha)
         if rows is not None:
-            theta = _DecayPath(net, theta, Xw, Y, single_thread).fit(
-                self.alpha_, gtol=_REFIT_START_GTOL, max_iter=self.max_iter
-            )
-        return theta
+            path = _DecayPath(net, theta, Xw, Y, single_thread)
+        return path.fit(self.alpha_, gtol=_REFIT_START_GTOL, max_iter=self.max_iter)
 
     def _certified_refit(
         self, Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
@@ -634,7 +646,9 @@ class _BaseStructureDiscovery(
             for train, test in cv.split(X, split_labels)
         ]
         scores = []
+        unit = np.mean([fold.null_loss for fold in folds])
         parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
+        worse_in_a_row = 0
         for alpha in alphas:
             results = parallel(delayed(fold.fit_and_score)(alpha) for fold in folds)
             for fold, (theta, _) in zip(folds, results, strict=True):
@@ -646,13 +660,20 @@ class _BaseStructureDiscovery(
                     f"score {np.mean(scores[-1]):.4f} over {n_splits} folds",
                     flush=True,
                 )
-        self.alphas_ = alphas
+            top = scores[int(np.argmax(np.mean(scores, axis=1)))]
+            worse_in_a_row = (
+                0 if _as_good(scores[-1], top, unit) else worse_in_a_row + 1
+            )
+            if worse_in_a_row == _PATH_PATIENCE:
+                # Past the peak of the held-out curve: larger decays, which
+                # cost the most iterations, would not be chosen.
+                break
+        self.alphas_ = alphas[: len(scores)]
         self.cv_scores_ = np.array(scores)
         # The largest decay (the simplest network) that scores as well as the
         # best one: smaller decays that gain less than the folds' noise level
         # only tilt the first layer towards directions that fit noise.
         top = self.cv_scores_[np.argmax(self.cv_scores_.mean(axis=1))]
-        unit = np.mean([fold.null_loss for fold in folds])
         best = max(
             i for i, row in enumerate(self.cv_scores_) if _as_good(row, top, unit)
         )
@@ -753,7 +774,8 @@ _COMMON_PARAMETERS_DOC = """
         perpendicular directions, and the decay that prevents it depends on
         ``n`` and the noise (see Notes).
     alphas : array-like of float, default=None
-        Decays tried by ``alpha="auto"``. ``None`` means seven values from
+        Decays tried by ``alpha="auto"``, from the smallest up (see
+        ``alphas_`` for where the path stops). ``None`` means seven values from
         1e-3 to 1, half a decade apart.
     cv : int, cross-validation generator or iterable, default=5
         Folds of ``alpha="auto"`` and ``n_components="auto"``, as in
@@ -847,8 +869,11 @@ _COMMON_ATTRIBUTES_DOC = """
     alpha_ : float
         First-layer decay of the returned network (``alpha`` unless "auto").
     alphas_ : ndarray of shape (n_alphas,)
-        Decays on the cross-validated path, increasing. Only when
-        ``alpha="auto"`` or ``n_components="auto"`` (then ``[alpha]``).
+        Decays on the cross-validated path, increasing: ``alphas`` up to where
+        the path stopped (it stops once two decays in a row score below the
+        best one by more than the one-standard-error rule allows; larger ones
+        would not be chosen). Only when ``alpha="auto"`` or
+        ``n_components="auto"`` (then ``[alpha]``).
     cv_scores_ : ndarray of shape (n_alphas, n_splits)
         Held-out score of each decay on each fold: R^2 for the squared error,
         minus the mean loss for the pseudo-Huber loss and the log-loss.
