@@ -793,3 +793,72 @@ def test_cv_int_splitter_and_iterable():
     as_int = _fit(StructureDiscoveryClassifier(**clf, cv=3), X, labels)
     strat = _fit(StructureDiscoveryClassifier(**clf, cv=StratifiedKFold(3)), X, labels)
     np.testing.assert_array_equal(as_int.cv_scores_, strat.cv_scores_)
+
+
+# ------------------------------------------------------------- large tables
+
+
+def _recording_folds(monkeypatch):
+    """Record the rows (and targets) each cross-validation fold was built from."""
+    seen = []
+    original = _structure_discovery._Fold.__init__
+
+    def init(self, X, Y, train, test, **kwargs):
+        seen.append((X.shape[0], Y))
+        original(self, X, Y, train, test, **kwargs)
+
+    monkeypatch.setattr(_structure_discovery._Fold, "__init__", init)
+    return seen
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_choice_on_a_subsample_then_refit_on_every_row(monkeypatch, seed):
+    # 3,000 rows, choice on 800 of them: the folds see 800 rows, the refit all
+    # 3,000, and the planted subspace and its dimension are still found.
+    X, y, U = make_multi_index_regression(
+        3000, 10, link="tanh+square", random_state=seed
+    )
+    seen = _recording_folds(monkeypatch)
+    params = dict(hidden_layer_sizes=16, random_state=seed)
+    est = _fit(StructureDiscoveryRegressor(**params, cv_max_samples=800), X, y)
+    assert [rows for rows, _ in seen] == [800] * 5
+    assert est.n_components_ == 2
+    assert subspace_distance(est.subspace_, U) < 0.1
+    assert est.certified_
+    # The certified refit runs on all 3,000 rows.
+    refits = []
+    original = _structure_discovery._BaseStructureDiscovery._certified_refit
+
+    def refit(self, Xw, *args):
+        refits.append(Xw.shape[0])
+        return original(self, Xw, *args)
+
+    monkeypatch.setattr(
+        _structure_discovery._BaseStructureDiscovery, "_certified_refit", refit
+    )
+    _fit(StructureDiscoveryRegressor(**params, cv_max_samples=800), X, y)
+    assert refits == [3000]
+    # None chooses on every row.
+    seen.clear()
+    StructureDiscoveryRegressor(
+        **params, cv_max_samples=None, alphas=[0.01], n_components=2
+    ).fit(X, y)
+    assert [rows for rows, _ in seen] == [3000] * 5
+
+
+def test_classifier_subsample_keeps_the_class_proportions(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 5))
+    # 10 % positives.
+    y = (X[:, 0] > np.quantile(X[:, 0], 0.9)).astype(int)
+    seen = _recording_folds(monkeypatch)
+    StructureDiscoveryClassifier(
+        hidden_layer_sizes=8,
+        alphas=[0.01],
+        n_components=1,
+        cv_max_samples=500,
+        random_state=0,
+    ).fit(X, y)
+    rows, Y = seen[0]
+    assert rows == 500
+    assert Y[:, 0].sum() == pytest.approx(50, abs=1)

@@ -78,10 +78,10 @@ _PATH_PATIENCE = 2
 # Gradient tolerance of the single-precision fit on all the rows that starts
 # the certified refit (about what single precision resolves on these losses).
 _REFIT_START_GTOL = 1e-4
-# The networks restricted to a rank are refitted further than the path's: a
-# loose refit scores a sufficient rank below the full network it is cut from.
+# The networks restricted to a rank are refitted to a tighter gradient than the
+# path's (within as many iterations): a loose refit scores a sufficient rank
+# below the full network it is cut from.
 _RANK_GTOL = 1e-4
-_RANK_MAX_ITER = 300
 
 _REGRESSION_LOSSES = ("squared_error", "pseudo_huber")
 
@@ -291,7 +291,7 @@ class _Fold:
         )
         return self._score(
             small.forward(
-                path.fit(alpha, gtol=_RANK_GTOL, max_iter=_RANK_MAX_ITER),
+                path.fit(alpha, gtol=_RANK_GTOL),
                 self.X_test @ basis.T,
             )
         )
@@ -790,13 +790,13 @@ _COMMON_PARAMETERS_DOC = """
         the other losses it is 0.005 times a constant prediction's loss.)
     cv_max_samples : int or None, default=10_000
         Above this many samples, ``alpha="auto"`` and ``n_components="auto"``
-        are chosen on a random subsample of this size (stratified by class for
-        the classifier), and the network of the chosen decay fitted on it is
-        the start of the refit on all the samples. The held-out scores of
-        10,000 samples already separate the decays and ranks to within their
-        one-standard-error rule, while the folds' cost grows with the rows.
-        ``None`` cross-validates on every sample. The certified refit always
-        uses every sample.
+        are chosen by cross-validation on a random subsample of this size
+        (stratified by class for the classifier), and the network of the
+        chosen decay fitted on it starts the refit on all the samples: the
+        cost of the choice then stops growing with the data, and its held-out
+        scores are still those of thousands of samples. ``None``
+        cross-validates on every sample. The certified refit always uses every
+        sample.
     alpha_other : float, default=1e-3
         Weight decay on the weights of every later layer. Biases are never
         penalized: the lemma needs them free.
@@ -930,13 +930,14 @@ _NOTES_DOC = """
     projection distance of 0.02-0.05.
 
     Training is full-batch: exact gradients by backpropagation and exact
-    Hessian-vector products by the R-operator (forward-over-reverse), vectorized
-    in float64, cost a few matrix products with the ``(n_samples, n_features)``
-    input per evaluation. L-BFGS (``solver="lbfgs"``) needs a few hundred to a few
-    thousand of them and the certificate about a hundred Hessian-vector products,
-    so a fit of 100,000 samples with 500 features takes minutes, not hours.
-    Small problems run BLAS on one thread, where threads cost more than they
-    save.
+    Hessian-vector products by the R-operator (forward-over-reverse) cost a few
+    matrix products with the ``(n_samples, n_features)`` input per evaluation.
+    The fits that choose the decay and the rank only compare held-out scores,
+    so they run in single precision (about twice to four times as fast); the
+    refit starts with a single-precision fit on all the samples and ends in
+    double precision, where the certificate (about a hundred Hessian-vector
+    products) is computed. Small problems run BLAS on one thread, where
+    threads cost more than they save.
 
     References
     ----------
