@@ -75,9 +75,10 @@ _PATH_DTYPE = np.float32
 # The path stops once this many decays in a row score below the best one by
 # more than the one-standard-error rule allows (see _as_good).
 _PATH_PATIENCE = 2
-# Gradient tolerance of the single-precision fit on all the rows that starts
-# the certified refit (about what single precision resolves on these losses).
-_REFIT_START_GTOL = 1e-4
+# Gradient tolerance (largest entry) of the single-precision fit on all the
+# rows that starts the certified refit: tight enough that the double-precision
+# solver often has nothing left to do but the certificate.
+_REFIT_START_GTOL = 1e-5
 # The networks restricted to a rank are refitted to a tighter gradient than the
 # path's (within as many iterations): a loose refit scores a sufficient rank
 # below the full network it is cut from.
