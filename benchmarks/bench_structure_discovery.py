@@ -204,7 +204,7 @@ def large(seed):
     )
 
 
-def scale(sizes, seed):
+def scale(sizes, seed, links=SCALE_LINKS):
     """The scale table: the defaults against an MLP and gradient boosting."""
     header = (
         f"{'teacher':<12} {'d':>4} {'n':>8} {'ours s':>8} {'dist':>6} {'k':>3} "
@@ -213,14 +213,15 @@ def scale(sizes, seed):
     )
     print(f"# scale table; {machine_conditions()}")
     print(
-        "# ours: StructureDiscoveryRegressor(random_state=seed) defaults; MiB: its "
-        "peak resident memory above the process's before the fit; MLP: "
+        "# ours: StructureDiscoveryRegressor(random_state=seed) defaults; iters: its "
+        "n_iter_; MiB: its peak resident memory above the process's before the "
+        "fit; MLP: "
         "MLPRegressor((64,)), HGB: HistGradientBoostingRegressor(), defaults"
     )
     print(header)
     ratios = []
     for d, n in sizes:
-        for link in SCALE_LINKS:
+        for link in links:
             X, y, U = make_multi_index_regression(n, d, link=link, random_state=seed)
             k = U.shape[0]
             before = reset_peak_resident()
@@ -277,6 +278,11 @@ def main(argv=None):
         "--scale", action="store_true", help="the scale table instead (see above)"
     )
     parser.add_argument(
+        "--scale-links",
+        default=",".join(SCALE_LINKS),
+        help="teachers of the scale table, comma-separated",
+    )
+    parser.add_argument(
         "--scale-sizes",
         nargs="*",
         default=[f"{d}x{n}" for d, n in SCALE_SIZES],
@@ -289,10 +295,8 @@ def main(argv=None):
     limit = limit or None
     with threadpool_limits(limits=limit, user_api="blas"):
         if args.scale:
-            scale(
-                [tuple(int(v) for v in s.split("x")) for s in args.scale_sizes],
-                args.seed,
-            )
+            sizes = [tuple(int(v) for v in s.split("x")) for s in args.scale_sizes]
+            scale(sizes, args.seed, args.scale_links.split(","))
         elif args.large:
             large(args.seed)
         else:

@@ -182,13 +182,14 @@ class _DecayPath:
     def fit(self, alpha, *, gtol=_PATH_GTOL, max_iter=_PATH_MAX_ITER):
         self.net.set_first_decay(alpha)
         with one_blas_thread(self.single_thread):
-            self.theta = minimize(
+            result = minimize(
                 lambda t: self.net.loss_grad(t, self.X, self.Y),
                 self.theta,
                 jac=True,
                 method="L-BFGS-B",
                 options={"maxiter": max_iter, "gtol": gtol},
-            ).x
+            )
+        self.theta, self.n_iter = result.x, result.nit
         return self.theta
 
 
@@ -447,7 +448,7 @@ class _BaseStructureDiscovery(
         with one_blas_thread(single_thread):
             self.mean_, self._whitening = _whitening(X, self.whiten)
             Xw = _whiten(X, self.mean_, self._whitening)
-            theta0 = None
+            theta0, start_iter = None, 0
             if self.alpha == "auto" or self.n_components == "auto":
                 rows = self._cv_rows(n_samples, split_labels, seeds[0])
 
@@ -464,14 +465,20 @@ class _BaseStructureDiscovery(
                     network_params=network_params,
                     single_thread=single_thread,
                 )
-                theta0 = self._path_start(
+                theta0, start_iter = self._path_start(
                     Xw, Y, rows, seeds[0], layer_sizes, network_params, single_thread
                 )
             else:
                 self.alpha_ = float(self.alpha)
             network_params["alpha"] = self.alpha_
             best = self._certified_refit(
-                Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
+                Xw,
+                Y,
+                seeds,
+                (theta0, start_iter),
+                layer_sizes,
+                network_params,
+                single_thread,
             )
         self.loss_ = float(best.fun)
         self._set_subspace(best.weights, best.biases)
@@ -500,7 +507,8 @@ class _BaseStructureDiscovery(
         so that the refit starts on the branch the held-out scores were measured
         on; then one more single-precision fit at ``alpha_`` on all the rows,
         to ``_REFIT_START_GTOL``, brings it close to their optimum at a fraction
-        of the cost of double-precision iterations.
+        of the cost of double-precision iterations. Returns the start and the
+        iterations of that last fit.
         """
         net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
         start = net.init(np.random.default_rng(seed))
@@ -513,16 +521,22 @@ class _BaseStructureDiscovery(
             theta = path.fit(alpha)
         if rows is not None:
             path = _DecayPath(net, theta, Xw, Y, single_thread)
-        return path.fit(self.alpha_, gtol=_REFIT_START_GTOL, max_iter=self.max_iter)
+        theta = path.fit(self.alpha_, gtol=_REFIT_START_GTOL, max_iter=self.max_iter)
+        return theta, path.n_iter
 
     def _certified_refit(
-        self, Xw, Y, seeds, theta0, layer_sizes, network_params, single_thread
+        self, Xw, Y, seeds, start, layer_sizes, network_params, single_thread
     ):
-        """``n_init`` certified fits (the first from ``theta0``); the best one.
+        """``n_init`` certified fits (the first from ``start``); the best one.
+
+        ``start`` is ``(theta0, start_iter)``: the first fit's start (None for
+        a random network) and the single-precision iterations that led to it,
+        counted in that fit's ``n_iter``.
 
         Stores the certificate of the returned fit (``grad_norm_``,
         ``min_hessian_eig_``, ``curvature_tol_``, ``n_iter_``, ``certified_``).
         """
+        theta0, start_iter = start
         curvature_tol = self.curvature_tol
         if curvature_tol is None:
             # The lemma bounds ||W_perp|| by grad / (2 alpha - curvature): a
@@ -551,6 +565,8 @@ class _BaseStructureDiscovery(
         )
         best = None
         for i, res in enumerate(results):
+            if i == 0:
+                res.n_iter += start_iter
             if self.verbose:
                 print(
                     f"[{type(self).__name__}] restart {i + 1}/{self.n_init}: "
@@ -902,7 +918,9 @@ _COMMON_ATTRIBUTES_DOC = """
     certified_ : bool
         Whether ``grad_norm_ <= tol`` and ``min_hessian_eig_ >= -curvature_tol_``.
     n_iter_ : int
-        Solver iterations of the kept restart.
+        Solver iterations of the kept restart; for the first restart, which
+        starts from the decay path, they include the single-precision
+        iterations on all the samples that precede the double-precision ones.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
