@@ -23,17 +23,12 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from skderand.optimize._certificate import _lanczos_smallest
 
 # Up to this many vertices the dual matrix's smallest eigenvalue comes from a
-# dense eigensolver: exact to round-off, and at n = 200 (a 200 x 200 eigvalsh,
-# about 5 ms) cheaper than starting Lanczos, which would also need a Krylov
-# space of a sizeable fraction of n to be reliable there.
+# dense eigensolver: exact to round-off, and cheaper than starting Lanczos,
+# which would also need a Krylov space of a sizeable fraction of n there.
 _DENSE_EIGEN_MAX_N = 200
 # The rank doubles again only if the last doubling cut the bound's eigenvalue
-# term to at most this fraction of what it was. Every doubling seen after one
-# that kept 40-50% of the term paid nothing: G12 and G13 (0.415, 0.419) went
-# from rank 16 to 32 for bounds 624.1 -> 624.1 and 647.5 -> 647.4, G15 (0.476)
-# to rank 41 for 3,173.5 -> 3,173.3, planar n = 2,000 +1 (0.421) to rank 64
-# for 4,343.8 -> 4,343.8, and planar n = 10,000 +-1 (0.477) to rank 32 for a
-# worse bound (ARPACK does not converge there) at 2.3 s of a 10 s fit.
+# term to at most this fraction of what it was: later doublings were seen to
+# pay nothing (doc/developers/derandomize_design.rst, "The dual bound").
 _RANK_PAYOFF = 0.4
 # Size of the escape column of the bound-only continuation, per vertex on
 # average: large enough that the first sweeps see the descent direction, small

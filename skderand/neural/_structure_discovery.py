@@ -44,28 +44,24 @@ from skderand.optimize._certificate import record_certificate
 __all__ = ["StructureDiscoveryClassifier", "StructureDiscoveryRegressor"]
 
 # Below this many multiply-adds in the first layer's product, BLAS threads cost
-# more than they save (and on a busy machine a multi-threaded BLAS that waits on
-# its own spinning threads was measured 3-10x slower): run such fits on one thread.
+# more than they save (a busy machine makes it worse): run such fits on one thread.
 _SINGLE_THREAD_WORK = 2e7
 
 
 # Default decays for ``alpha="auto"``: 1e-3 (what the planted teachers at
 # n = 2000 want) up to 1 (a near-constant fit on standardized targets), half a
-# decade apart, which the held-out curves resolve well enough. Smaller decays
-# cost the most iterations (the network fits noise slowly), and with the
-# one-standard-error rule the planted teachers at d = 20 chose 3e-3 to 1e-2.
+# decade apart, which the held-out curves resolve well enough; smaller decays
+# cost the most iterations (the network fits noise slowly).
 _DEFAULT_ALPHAS = np.logspace(-3, 0, 7)
 
 # The path runs from the smallest decay up. The other way round, the largest
 # decay collapses the first layer and the output weights to zero together: for an
 # even link such as (u.x)^2 that point is a degenerate saddle (zero gradient, no
-# negative curvature), so every later fit stayed there (measured: projection
-# distance 0.95 and 1.0 on the two even planted teachers at d = 20).
+# negative curvature), which every later fit would stay at.
 # Fits along the path are only compared with each other: L-BFGS to this
 # infinity-norm gradient tolerance, warm started from the previous decay, within
-# this many iterations. The certificate is computed once, for the final refit.
-# (50 iterations gave the same real-data scores at 0.6x the time but lost the
-# dimension of one planted teacher, d = 100, n = 4000: distance 0.095.)
+# this many iterations (fewer lose planted dimensions). The certificate is
+# computed once, for the final refit.
 _PATH_GTOL = 1e-3
 _PATH_MAX_ITER = 100
 # The path's products run in single precision (four times the speed of double
