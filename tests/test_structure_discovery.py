@@ -819,13 +819,6 @@ def test_choice_on_a_subsample_then_refit_on_every_row(monkeypatch, seed):
         3000, 10, link="tanh+square", random_state=seed
     )
     seen = _recording_folds(monkeypatch)
-    params = dict(hidden_layer_sizes=16, random_state=seed)
-    est = _fit(StructureDiscoveryRegressor(**params, cv_max_samples=800), X, y)
-    assert [rows for rows, _ in seen] == [800] * 5
-    assert est.n_components_ == 2
-    assert subspace_distance(est.subspace_, U) < 0.1
-    assert est.certified_
-    # The certified refit runs on all 3,000 rows.
     refits = []
     original = _structure_discovery._BaseStructureDiscovery._certified_refit
 
@@ -836,8 +829,13 @@ def test_choice_on_a_subsample_then_refit_on_every_row(monkeypatch, seed):
     monkeypatch.setattr(
         _structure_discovery._BaseStructureDiscovery, "_certified_refit", refit
     )
-    _fit(StructureDiscoveryRegressor(**params, cv_max_samples=800), X, y)
+    params = dict(hidden_layer_sizes=16, random_state=seed)
+    est = _fit(StructureDiscoveryRegressor(**params, cv_max_samples=800), X, y)
+    assert [rows for rows, _ in seen] == [800] * 5
     assert refits == [3000]
+    assert est.n_components_ == 2
+    assert subspace_distance(est.subspace_, U) < 0.1
+    assert est.certified_
     # None chooses on every row.
     seen.clear()
     StructureDiscoveryRegressor(

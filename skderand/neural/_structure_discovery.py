@@ -345,6 +345,11 @@ def _smallest_sufficient_rank(rank_scores, full_scores, max_rank, unit):
     return high, evaluated
 
 
+def _rows_of(A, rows):
+    """``A[rows]``, or ``A`` itself when ``rows`` (or ``A``) is None."""
+    return A if rows is None or A is None else A[rows]
+
+
 def _fit_one(
     X, Y, seed, theta0, *, layer_sizes, network_params, solver_params, single_thread
 ):
@@ -447,14 +452,10 @@ class _BaseStructureDiscovery(
             theta0, start_iter = None, 0
             if self.alpha == "auto" or self.n_components == "auto":
                 rows = self._cv_rows(n_samples, split_labels, seeds[0])
-
-                def subset(A):
-                    return A if rows is None or A is None else A[rows]
-
                 self._cross_validate(
-                    subset(X),
-                    subset(Y),
-                    subset(split_labels),
+                    _rows_of(X, rows),
+                    _rows_of(Y, rows),
+                    _rows_of(split_labels, rows),
                     seed=seeds[0],
                     max_components=max_components,
                     layer_sizes=layer_sizes,
@@ -508,9 +509,8 @@ class _BaseStructureDiscovery(
         """
         net = _Network(layer_sizes, **network_params, alpha=self.alphas_[0])
         start = net.init(np.random.default_rng(seed))
-        X_path = Xw if rows is None else Xw[rows]
         path = _DecayPath(
-            net, start, X_path, Y if rows is None else Y[rows], single_thread
+            net, start, _rows_of(Xw, rows), _rows_of(Y, rows), single_thread
         )
         n_steps = np.flatnonzero(self.alphas_ == self.alpha_)[0] + 1
         for alpha in self.alphas_[:n_steps]:
