@@ -215,11 +215,10 @@ def scale(sizes, seed, links=SCALE_LINKS):
     print(
         "# ours: StructureDiscoveryRegressor(random_state=seed) defaults; iters: its "
         "n_iter_; MiB: its peak resident memory above the process's before the "
-        "fit; MLP: "
-        "MLPRegressor((64,)), HGB: HistGradientBoostingRegressor(), defaults"
+        "fit; MLP: MLPRegressor((64,)), HGB: HistGradientBoostingRegressor(), "
+        "defaults"
     )
     print(header)
-    ratios = []
     for d, n in sizes:
         for link in links:
             X, y, U = make_multi_index_regression(n, d, link=link, random_state=seed)
@@ -239,7 +238,6 @@ def scale(sizes, seed, links=SCALE_LINKS):
             _, hgb_s = _timed(
                 HistGradientBoostingRegressor(random_state=seed).fit, X, y
             )
-            ratios.append(ours_s / mlp_s)
             auto = "yes" if est.n_components_ == k else "NO"
             print(
                 f"{link:<12} {d:>4} {n:>8} {ours_s:>8.1f} {dist:>6.3f} "
@@ -249,7 +247,6 @@ def scale(sizes, seed, links=SCALE_LINKS):
                 flush=True,
             )
     print(f"# end: {machine_conditions()}")
-    return ratios
 
 
 def main(argv=None):

@@ -208,5 +208,8 @@ def tabu_search(h, K, offset, start, *, n_restarts, rng, n_stall=None):
             if n_started < n_phases:
                 chains.restart(chain, random_point(), move)
                 n_started += 1
-        chains.keep(move - chains.last_gain < n_stall)
+        running = move - chains.last_gain < n_stall
+        if not running.all():
+            # Phases ended with none left to start: drop their rows.
+            chains.keep(running)
     return best, best_value
