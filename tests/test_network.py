@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skderand.neural._network import _Network
+from skderand.neural._network import _BLOCK_VALUES, _Network
 from skderand.optimize import minimize_sosp, sosp_certificate
 
 ACTIVATIONS = ["softplus", "tanh", "sigmoid", "gelu"]
@@ -18,8 +18,16 @@ LOSSES = [
 ]
 
 
-def _problem(loss, n_outputs, activation, train_first_bias, seed=0):
+# Enough rows for three row blocks of the (4, 5, 3, k) network (block size
+# _BLOCK_VALUES // 5), the last one partial.
+SEVERAL_BLOCKS = 2 * (_BLOCK_VALUES // 5) + 7
+
+
+def _problem(
+    loss, n_outputs, activation, train_first_bias, seed=0, n_samples=7, weighted=False
+):
     rng = np.random.default_rng(seed)
+    sample_weight = rng.uniform(0.5, 2.0, n_samples) if weighted else None
     net = _Network(
         (4, 5, 3, n_outputs),
         activation=activation,
@@ -29,14 +37,15 @@ def _problem(loss, n_outputs, activation, train_first_bias, seed=0):
         alpha_other=0.05,
         train_first_bias=train_first_bias,
         huber_delta=0.7,
+        sample_weight=sample_weight,
     )
-    X = rng.standard_normal((7, 4))
+    X = rng.standard_normal((n_samples, 4))
     if loss == "log_loss":
-        Y = np.eye(n_outputs)[rng.integers(0, n_outputs, 7)]
+        Y = np.eye(n_outputs)[rng.integers(0, n_outputs, n_samples)]
     elif loss == "binary_log_loss":
-        Y = rng.integers(0, 2, (7, 1)).astype(float)
+        Y = rng.integers(0, 2, (n_samples, 1)).astype(float)
     else:
-        Y = rng.standard_normal((7, n_outputs))
+        Y = rng.standard_normal((n_samples, n_outputs))
     theta = net.init(rng) + 0.3 * rng.standard_normal(net.n_params)
     return net, X, Y, theta, rng
 
@@ -44,10 +53,22 @@ def _problem(loss, n_outputs, activation, train_first_bias, seed=0):
 @pytest.mark.parametrize("loss, n_outputs", LOSSES)
 @pytest.mark.parametrize("activation", ACTIVATIONS)
 @pytest.mark.parametrize("train_first_bias", [True, False])
+@pytest.mark.parametrize(
+    "n_samples, weighted", [(7, False), (SEVERAL_BLOCKS, False), (SEVERAL_BLOCKS, True)]
+)
 def test_gradient_and_hvp_match_finite_differences(
-    loss, n_outputs, activation, train_first_bias
+    loss, n_outputs, activation, train_first_bias, n_samples, weighted
 ):
-    net, X, Y, theta, rng = _problem(loss, n_outputs, activation, train_first_bias)
+    # Past one row block, the sums over blocks (and the sample weights sliced
+    # per block) must give the same derivatives as the differences.
+    net, X, Y, theta, rng = _problem(
+        loss,
+        n_outputs,
+        activation,
+        train_first_bias,
+        n_samples=n_samples,
+        weighted=weighted,
+    )
     value, grad = net.loss_grad(theta, X, Y)
     v = rng.standard_normal(net.n_params)
     h = 1e-6

@@ -9,12 +9,13 @@ output) and the objective is
 (``w_i = 1 / n`` unless weights are given), with no penalty on the biases: the
 derandomization lemma needs them free.
 
-Everything is full-batch and vectorized: one forward pass is one matrix product
-per layer, the gradient is backpropagation and the Hessian-vector product is the
-R-operator (Pearlmutter 1994), i.e. forward-mode differentiation of the backward
-pass, at about twice the cost of a gradient. The forward and backward quantities
-at the last point are cached, because Lanczos asks for many Hessian-vector
-products at one point.
+Everything is full-batch: the gradient is backpropagation and the
+Hessian-vector product is the R-operator (Pearlmutter 1994), i.e. forward-mode
+differentiation of the backward pass, at about twice the cost of a gradient.
+Both sum over blocks of rows small enough that each block's temporaries stay in
+cache. The forward and backward quantities of every row at the last point are
+kept when Hessian-vector products ask for them, because Lanczos asks for many
+at one point.
 """
 
 import numpy as np
@@ -23,6 +24,10 @@ from scipy.special import expit, ndtr
 __all__ = []
 
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+# Values in one block's temporary (rows x layer width): 256 KiB in float32,
+# within a core's L2 cache, where the elementwise passes of the forward and
+# backward sweeps run several times faster than over arrays of all the rows.
+_BLOCK_VALUES = 2**16
 
 
 def _activation(name, softplus_sharpness):
@@ -75,16 +80,22 @@ def _activation(name, softplus_sharpness):
 
 
 def _loss(name, delta):
-    """Return ``f(out, y) -> (losses, dL/dout, hvp)``, all elementwise.
+    """Return ``(f, hvp)``, both elementwise over the samples.
 
-    ``hvp(r)`` is the second derivative of the loss with respect to the output,
-    applied row by row to the direction ``r`` (the Gauss-Newton block).
+    ``f(out, y) -> (losses, dL/dout, curvature)``; ``hvp(curvature, r)`` is the
+    second derivative of the loss with respect to the output applied row by
+    row to the direction ``r`` (the Gauss-Newton block). ``curvature`` holds
+    what ``hvp`` needs of each sample (``None`` when nothing), so that the rows
+    of a block can be sliced out of it.
     """
     if name == "squared_error":
 
         def f(out, y):
             res = out - y
-            return 0.5 * res**2, res, lambda r: r
+            return 0.5 * res**2, res, None
+
+        def hvp(curvature, r):
+            return r
 
     elif name == "pseudo_huber":
         d = float(delta)
@@ -92,34 +103,43 @@ def _loss(name, delta):
         def f(out, y):
             res = out - y
             root = np.sqrt(1.0 + (res / d) ** 2)
-            curv = root**-3
-            return d**2 * (root - 1.0), res / root, lambda r: curv * r
+            return d**2 * (root - 1.0), res / root, root**-3
+
+        def hvp(curvature, r):
+            return curvature * r
 
     elif name == "binary_log_loss":
         # One logit per sample, y in {0, 1}: softplus(o) - y * o.
         def f(out, y):
             p = expit(out)
             value = np.logaddexp(0.0, out) - y * out
-            curv = p * (1.0 - p)
-            return value, p - y, lambda r: curv * r
+            return value, p - y, p * (1.0 - p)
+
+        def hvp(curvature, r):
+            return curvature * r
 
     elif name == "log_loss":
-        # Softmax cross-entropy, y one-hot.
+        # Softmax cross-entropy, y one-hot; the curvature is the softmax p.
         def f(out, y):
             shifted = out - out.max(axis=1, keepdims=True)
             log_norm = np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
             log_p = shifted - log_norm
             p = np.exp(log_p)
-            value = -y * log_p
+            return -y * log_p, p - y, p
 
-            def hvp(r):
-                return p * (r - np.sum(p * r, axis=1, keepdims=True))
-
-            return value, p - y, hvp
+        def hvp(p, r):
+            return p * (r - np.sum(p * r, axis=1, keepdims=True))
 
     else:  # pragma: no cover - validated by the estimators
         raise ValueError(f"Unknown loss {name!r}.")
-    return f
+    return f, hvp
+
+
+def _row_blocks(n_samples, width):
+    """Slices of consecutive rows, each block's ``(rows, width)`` arrays small
+    enough to stay in cache while a pass works through them."""
+    size = max(_BLOCK_VALUES // max(width, 1), 1)
+    return [slice(start, start + size) for start in range(0, n_samples, size)]
 
 
 class _Network:
@@ -170,7 +190,7 @@ class _Network:
         self.layer_sizes = tuple(int(s) for s in layer_sizes)
         self.n_layers = len(self.layer_sizes) - 1
         self.act, self.act2 = _activation(activation, softplus_sharpness)
-        self.loss = _loss(loss, huber_delta)
+        self.loss, self.loss_hvp = _loss(loss, huber_delta)
         self.decay = [alpha] + [alpha_other] * (self.n_layers - 1)
         self.train_first_bias = train_first_bias
         self.slices = []
@@ -240,63 +260,59 @@ class _Network:
             [b.astype(X.dtype) for b in biases],
         )
 
-    def _evaluate(self, theta, X, Y):
-        """Forward and backward pass; cached for Hessian-vector products at theta."""
+    def _row_weight(self, block, n_samples):
+        """Each sample's weight in the mean loss, for the rows of ``block``."""
+        if self.sample_weight is None:
+            return 1.0 / n_samples
+        return self.sample_weight[block, None]
+
+    def _evaluate(self, theta, X, Y, *, keep_rows=False):
+        """``(value, gradient, record)`` at ``theta``; the last one is cached.
+
+        The rows go through in blocks (``_row_blocks``). With ``keep_rows`` the
+        ``_RowRecord`` the Hessian-vector products need is filled on the way;
+        without, it is ``None``: the gradient-only fits never read it, and
+        writing it out costs a fifth of a single-precision gradient.
+        """
         if self._cache_key is not None and np.array_equal(theta, self._cache_key):
-            return self._cache
+            if self._cache[2] is not None or not keep_rows:
+                return self._cache
         n = X.shape[0]
         weights, biases = self.unpack(theta)
         # Products in X's type; the decay terms and the result in float64.
         weights_x, biases_x = self._in_dtype_of(X, weights, biases)
-        inputs, zs, d1s = [X], [], []
-        a = X
-        for layer, (weight, bias) in enumerate(zip(weights_x, biases_x, strict=True)):
-            z = a @ weight.T + bias
-            if layer == self.n_layers - 1:
-                out = z
-            else:
+        record = _RowRecord(X, self.layer_sizes) if keep_rows else None
+        value = sum(
+            decay * np.sum(w**2) for decay, w in zip(self.decay, weights, strict=True)
+        )
+        grad_w = [2.0 * decay * w for decay, w in zip(self.decay, weights, strict=True)]
+        grad_b = [np.zeros(w.shape[0]) for w in weights]
+        for block in _row_blocks(n, max(self.layer_sizes[1:])):
+            inputs, zs, d1s = [X[block]], [], []
+            for layer in range(self.n_layers):
+                z = inputs[-1] @ weights_x[layer].T + biases_x[layer]
+                if layer == self.n_layers - 1:
+                    break
                 a, d1 = self.act(z)
                 inputs.append(a)
                 zs.append(z)
                 d1s.append(d1)
-        losses, dout, loss_hvp = self.loss(out, Y)
-        if self.sample_weight is None:
-            scale = 1.0 / n
-            value = float(np.sum(losses, dtype=np.float64)) * scale
-        else:
-            scale = self.sample_weight[:, None]
-            value = float(np.sum(losses * scale, dtype=np.float64))
-        grad_out = dout * scale
-        # Backward pass: gradients of the pre-activations, layer by layer.
-        grad_z = [None] * self.n_layers
-        grad_a = [None] * self.n_layers  # gradient w.r.t. the input of layer l
-        grad_z[-1] = grad_out
-        for layer in range(self.n_layers - 1, -1, -1):
-            if layer > 0:
-                grad_a[layer] = grad_z[layer] @ weights_x[layer]
-                grad_z[layer - 1] = grad_a[layer] * d1s[layer - 1]
-        grad = np.empty(self.n_params)
-        for layer, (w, b, _) in enumerate(self.slices):
-            weight = weights[layer]
-            value += self.decay[layer] * np.sum(weight**2)
-            gw = grad_z[layer].T @ inputs[layer] + 2.0 * self.decay[layer] * weight
-            grad[w] = gw.reshape(-1)
-            if b is not None:
-                grad[b] = grad_z[layer].sum(axis=0)
+            losses, dout, curvature = self.loss(z, Y[block])
+            row_weight = self._row_weight(block, n)
+            value += float(np.sum(losses * row_weight, dtype=np.float64))
+            # Backward pass: gradients of the pre-activations, layer by layer.
+            grad_out = dout * row_weight
+            grad_z, grad_a = grad_out, [None] * self.n_layers
+            for layer in range(self.n_layers - 1, -1, -1):
+                grad_w[layer] += grad_z.T @ inputs[layer]
+                grad_b[layer] += grad_z.sum(axis=0)
+                if layer > 0:
+                    grad_a[layer] = grad_z @ weights_x[layer]
+                    grad_z = grad_a[layer] * d1s[layer - 1]
+            if record is not None:
+                record.store(block, inputs, zs, d1s, grad_a, grad_out, curvature)
         self._cache_key = np.array(theta, copy=True)
-        self._cache = (
-            value,
-            grad,
-            weights,
-            inputs,
-            zs,
-            d1s,
-            [],  # second derivatives, filled by the first hessp at this point
-            grad_z,
-            grad_a,
-            loss_hvp,
-            scale,
-        )
+        self._cache = (value, self.pack(grad_w, grad_b), record)
         return self._cache
 
     def set_first_decay(self, alpha):
@@ -306,48 +322,95 @@ class _Network:
 
     def loss_grad(self, theta, X, Y):
         """Objective value and its gradient at ``theta``."""
-        value, grad = self._evaluate(theta, X, Y)[:2]
+        value, grad, _ = self._evaluate(theta, X, Y)
         return value, grad.copy()
 
     def hessp(self, theta, v, X, Y):
-        """Exact Hessian of the objective at ``theta`` times ``v`` (R-operator)."""
-        (_, _, weights, inputs, zs, d1s, d2s, grad_z, grad_a, loss_hvp, scale) = (
-            self._evaluate(theta, X, Y)
-        )
-        if not d2s:
-            d2s.extend(
-                self.act2(z, a, d1)
-                for z, a, d1 in zip(zs, inputs[1:], d1s, strict=True)
-            )
+        """Exact Hessian of the objective at ``theta`` times ``v`` (R-operator).
+
+        Row block by row block, from the ``_RowRecord`` at ``theta``; the
+        activations' second derivatives are computed per block.
+        """
+        weights = self.unpack(theta)[0]
+        record = self._evaluate(theta, X, Y, keep_rows=True)[2]
         v_weights, v_biases = self.unpack(np.asarray(v, dtype=np.float64))
-        # Forward sweep of directional derivatives R{z_l}, R{a_l}.
-        r_inputs = [None]  # R{input of layer 0} = 0
-        r_z = []
-        for layer in range(self.n_layers):
-            rz = inputs[layer] @ v_weights[layer].T + v_biases[layer]
-            if layer > 0:
-                rz += r_inputs[layer] @ weights[layer].T
-            r_z.append(rz)
-            if layer < self.n_layers - 1:
-                r_inputs.append(d1s[layer] * rz)
-        # Backward sweep of R{grad_z_l}.
-        r_grad_z = [None] * self.n_layers
-        r_grad_z[-1] = loss_hvp(r_z[-1]) * scale
-        for layer in range(self.n_layers - 1, 0, -1):
-            r_grad_a = (
-                r_grad_z[layer] @ weights[layer] + grad_z[layer] @ v_weights[layer]
-            )
-            r_grad_z[layer - 1] = (
-                r_grad_a * d1s[layer - 1]
-                + grad_a[layer] * d2s[layer - 1] * r_z[layer - 1]
-            )
-        hv = np.empty(self.n_params)
-        for layer, (w, b, _) in enumerate(self.slices):
-            hw = r_grad_z[layer].T @ inputs[layer]
-            if layer > 0:
-                hw += grad_z[layer].T @ r_inputs[layer]
-            hw += 2.0 * self.decay[layer] * v_weights[layer]
-            hv[w] = hw.reshape(-1)
-            if b is not None:
-                hv[b] = r_grad_z[layer].sum(axis=0)
-        return hv
+        hv_w = [
+            2.0 * decay * vw for decay, vw in zip(self.decay, v_weights, strict=True)
+        ]
+        hv_b = [np.zeros(vw.shape[0]) for vw in v_weights]
+        n, last = X.shape[0], self.n_layers - 1
+        for block in _row_blocks(n, max(self.layer_sizes[1:])):
+            inputs, zs, d1s, grad_a, grad_z, curvature = record.rows(block)
+            # Forward sweep of directional derivatives R{z_l}, R{a_l}.
+            r_inputs = [None]  # R{input of layer 0} = 0
+            r_z = []
+            for layer in range(self.n_layers):
+                rz = inputs[layer] @ v_weights[layer].T + v_biases[layer]
+                if layer > 0:
+                    rz += r_inputs[layer] @ weights[layer].T
+                r_z.append(rz)
+                if layer < last:
+                    r_inputs.append(d1s[layer] * rz)
+            # Backward sweep of R{grad_z_l}, with the gradient grad_z_l beside it.
+            r_grad_z = self.loss_hvp(curvature, r_z[-1]) * self._row_weight(block, n)
+            for layer in range(last, -1, -1):
+                hv_w[layer] += r_grad_z.T @ inputs[layer]
+                hv_b[layer] += r_grad_z.sum(axis=0)
+                if layer == 0:
+                    break
+                hv_w[layer] += grad_z.T @ r_inputs[layer]
+                r_grad_a = r_grad_z @ weights[layer] + grad_z @ v_weights[layer]
+                d1 = d1s[layer - 1]
+                d2 = self.act2(zs[layer - 1], inputs[layer], d1)
+                r_grad_z = r_grad_a * d1 + grad_a[layer] * d2 * r_z[layer - 1]
+                grad_z = grad_a[layer] * d1
+        return self.pack(hv_w, hv_b)
+
+
+class _RowRecord:
+    """What the Hessian-vector products need of every row, filled block by block.
+
+    Per hidden layer: its input, pre-activation, first derivative and the
+    gradient with respect to its output (``grad_a``); then the gradient with
+    respect to the network's output and the loss's curvature (``None`` when
+    the loss has none).
+    """
+
+    def __init__(self, X, layer_sizes):
+        n, hidden = X.shape[0], layer_sizes[1:-1]
+
+        def rows(width):
+            return np.empty((n, width), dtype=X.dtype)
+
+        self.inputs = [X] + [rows(w) for w in hidden]
+        self.zs = [rows(w) for w in hidden]
+        self.d1s = [rows(w) for w in hidden]
+        self.grad_a = [None] + [rows(w) for w in hidden]
+        self.grad_out = rows(layer_sizes[-1])
+        self.curvature = None
+
+    def store(self, block, inputs, zs, d1s, grad_a, grad_out, curvature):
+        """Write one block's quantities (lists as ``__init__`` lays them out)."""
+        for full, part in zip(
+            self.inputs[1:] + self.zs + self.d1s + self.grad_a[1:] + [self.grad_out],
+            inputs[1:] + zs + d1s + grad_a[1:] + [grad_out],
+            strict=True,
+        ):
+            full[block] = part
+        if curvature is not None:
+            if self.curvature is None:
+                shape = (self.grad_out.shape[0], *curvature.shape[1:])
+                self.curvature = np.empty(shape, dtype=curvature.dtype)
+            self.curvature[block] = curvature
+
+    def rows(self, block):
+        """``(inputs, zs, d1s, grad_a, grad_out, curvature)`` of ``block``'s rows."""
+        curvature = None if self.curvature is None else self.curvature[block]
+        return (
+            [a[block] for a in self.inputs],
+            [z[block] for z in self.zs],
+            [d1[block] for d1 in self.d1s],
+            [None] + [g[block] for g in self.grad_a[1:]],
+            self.grad_out[block],
+            curvature,
+        )

@@ -75,6 +75,9 @@ _PATH_PATIENCE = 2
 # rows that starts the certified refit: tight enough that the double-precision
 # solver often has nothing left to do but the certificate.
 _REFIT_START_GTOL = 1e-5
+# L-BFGS correction pairs of that fit (scipy's default, 10, along the path): its
+# hundreds of iterations on all the rows are where a longer memory pays.
+_REFIT_START_MEMORY = 40
 # The networks restricted to a rank are refitted to a tighter gradient than the
 # path's (within as many iterations): a loose refit scores a sufficient rank
 # below the full network it is cut from.
@@ -152,7 +155,7 @@ def _validation_score(loss, out, Y, huber_delta=1.0):
         r2 = 1.0 - sse / np.where(constant, 1.0, sst)
         r2 = np.where(constant, np.where(sse == 0, 1.0, 0.0), r2)
         return float(np.mean(r2))
-    losses = _loss(loss, huber_delta)(out, Y)[0]
+    losses = _loss(loss, huber_delta)[0](out, Y)[0]
     if loss == "pseudo_huber":
         return -float(np.mean(losses))
     return -float(np.mean(np.sum(losses, axis=1)))
@@ -175,7 +178,7 @@ class _DecayPath:
         self.Y = np.asarray(Y, dtype=_PATH_DTYPE)
         self.single_thread = single_thread
 
-    def fit(self, alpha, *, gtol=_PATH_GTOL, max_iter=_PATH_MAX_ITER):
+    def fit(self, alpha, *, gtol=_PATH_GTOL, max_iter=_PATH_MAX_ITER, memory=10):
         self.net.set_first_decay(alpha)
         with one_blas_thread(self.single_thread):
             result = minimize(
@@ -183,7 +186,7 @@ class _DecayPath:
                 self.theta,
                 jac=True,
                 method="L-BFGS-B",
-                options={"maxiter": max_iter, "gtol": gtol},
+                options={"maxiter": max_iter, "gtol": gtol, "maxcor": memory},
             )
         self.theta, self.n_iter = result.x, result.nit
         return self.theta
@@ -517,7 +520,12 @@ class _BaseStructureDiscovery(
             theta = path.fit(alpha)
         if rows is not None:
             path = _DecayPath(net, theta, Xw, Y, single_thread)
-        theta = path.fit(self.alpha_, gtol=_REFIT_START_GTOL, max_iter=self.max_iter)
+        theta = path.fit(
+            self.alpha_,
+            gtol=_REFIT_START_GTOL,
+            max_iter=self.max_iter,
+            memory=_REFIT_START_MEMORY,
+        )
         return theta, path.n_iter
 
     def _certified_refit(
