@@ -666,31 +666,10 @@ class _BaseStructureDiscovery(
             )
             for train, test in cv.split(X, split_labels)
         ]
-        scores = []
         unit = np.mean([fold.null_loss for fold in folds])
         parallel = Parallel(n_jobs=self.n_jobs, prefer="threads")
-        worse_in_a_row = 0
-        for alpha in alphas:
-            results = parallel(delayed(fold.fit_and_score)(alpha) for fold in folds)
-            for fold, (theta, _) in zip(folds, results, strict=True):
-                fold.record(theta)
-            scores.append([score for _, score in results])
-            if self.verbose:
-                print(
-                    f"[{type(self).__name__}] alpha {alpha:.3g}: mean held-out "
-                    f"score {np.mean(scores[-1]):.4f} over {n_splits} folds",
-                    flush=True,
-                )
-            top = scores[int(np.argmax(np.mean(scores, axis=1)))]
-            worse_in_a_row = (
-                0 if _as_good(scores[-1], top, unit) else worse_in_a_row + 1
-            )
-            if worse_in_a_row == _PATH_PATIENCE:
-                # Past the peak of the held-out curve: larger decays, which
-                # cost the most iterations, would not be chosen.
-                break
-        self.alphas_ = alphas[: len(scores)]
-        self.cv_scores_ = np.array(scores)
+        self.cv_scores_ = self._path_scores(folds, alphas, unit, parallel)
+        self.alphas_ = alphas[: len(self.cv_scores_)]
         # The largest decay (the simplest network) that scores as well as the
         # best one: smaller decays that gain less than the folds' noise level
         # only tilt the first layer towards directions that fit noise.
@@ -700,26 +679,7 @@ class _BaseStructureDiscovery(
         )
         self.alpha_ = float(alphas[best])
         if self.n_components == "auto":
-
-            def rank_scores(rank):
-                scores = parallel(
-                    delayed(fold.rank_score)(best, self.alpha_, rank) for fold in folds
-                )
-                if self.verbose:
-                    print(
-                        f"[{type(self).__name__}] rank {rank}: mean held-out "
-                        f"score {np.mean(scores):.4f}",
-                        flush=True,
-                    )
-                return scores
-
-            self.n_components_, evaluated = _smallest_sufficient_rank(
-                rank_scores,
-                self.cv_scores_[best],
-                max_components,
-                unit,
-            )
-            self.rank_cv_scores_ = {rank: evaluated[rank] for rank in sorted(evaluated)}
+            self._choose_rank(folds, best, unit, parallel, max_components)
         if self.verbose:
             print(
                 f"[{type(self).__name__}] alpha_={self.alpha_:.3g} (mean held-out "
@@ -731,6 +691,56 @@ class _BaseStructureDiscovery(
                 ),
                 flush=True,
             )
+
+    def _path_scores(self, folds, alphas, unit, parallel):
+        """Held-out scores of the decay path, one row per decay scored.
+
+        The path stops once ``_PATH_PATIENCE`` decays in a row score below the
+        best one: past the peak of the held-out curve, larger decays (which
+        cost the most iterations) would not be chosen.
+        """
+        scores = []
+        worse_in_a_row = 0
+        for alpha in alphas:
+            results = parallel(delayed(fold.fit_and_score)(alpha) for fold in folds)
+            for fold, (theta, _) in zip(folds, results, strict=True):
+                fold.record(theta)
+            scores.append([score for _, score in results])
+            if self.verbose:
+                print(
+                    f"[{type(self).__name__}] alpha {alpha:.3g}: mean held-out "
+                    f"score {np.mean(scores[-1]):.4f} over {len(folds)} folds",
+                    flush=True,
+                )
+            top = scores[int(np.argmax(np.mean(scores, axis=1)))]
+            worse_in_a_row = (
+                0 if _as_good(scores[-1], top, unit) else worse_in_a_row + 1
+            )
+            if worse_in_a_row == _PATH_PATIENCE:
+                break
+        return np.array(scores)
+
+    def _choose_rank(self, folds, step, unit, parallel, max_components):
+        """``n_components_`` and ``rank_cv_scores_``: the smallest rank of the
+        first layer whose held-out scores match the full network's at decay
+        ``step`` of the path."""
+
+        def rank_scores(rank):
+            scores = parallel(
+                delayed(fold.rank_score)(step, self.alpha_, rank) for fold in folds
+            )
+            if self.verbose:
+                print(
+                    f"[{type(self).__name__}] rank {rank}: mean held-out "
+                    f"score {np.mean(scores):.4f}",
+                    flush=True,
+                )
+            return scores
+
+        self.n_components_, evaluated = _smallest_sufficient_rank(
+            rank_scores, self.cv_scores_[step], max_components, unit
+        )
+        self.rank_cv_scores_ = {rank: evaluated[rank] for rank in sorted(evaluated)}
 
     def _forward(self, X):
         # In input coordinates the first bias absorbs the centring, so it is a
