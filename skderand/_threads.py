@@ -1,7 +1,7 @@
 """One BLAS thread for the solvers' loops, safe when fits run side by side in threads.
 
 The solvers run many small matrix products in a loop, where multi-threaded BLAS
-is 50-100x slower than one thread (starting the threads costs more than the
+is far slower than one thread (starting the threads costs more than the
 product), so fits limit BLAS to one thread while they run. That limit is a
 setting of the BLAS library, shared by the whole process. Fits that run at the
 same time in threads (cross-validation folds, restarts, a ``GridSearchCV`` with
@@ -19,8 +19,9 @@ thread must not keep that right after the fit. (A long-lived helper thread would
 do, but it does not survive ``fork``: a forked child waiting on it would hang.)
 
 Entering while the limit is held costs a counter increment instead of a scan of
-the loaded libraries (about 7 ms each), which matters for the many short fits of
-a cross-validated decay path.
+the loaded libraries, which matters for the many short fits of a
+cross-validated decay path (measurements: doc/developers/maxcut_design.rst,
+"One BLAS thread").
 """
 
 import os

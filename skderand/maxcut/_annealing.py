@@ -18,24 +18,16 @@ __all__ = ["anneal", "greedy_colouring", "temper"]
 _DENSE_BLOCK_ENTRIES = 2**16
 _DENSE_BLOCK_DENSITY = 0.25
 # Integer weights whose absolute values sum to at most this run the chains in
-# single precision: every product and every sum of gains is then an integer
-# below 2**24, exact in float32 (Gset's +-1 weights, the generated graphs), and
-# the products, the sweep's cost on dense graphs, take about half the time
-# (G1, 16 replicas x 1,000 sweeps: 1.15 s -> 0.90 s). Other weights keep
-# double precision, where the accumulated gains are exact to round-off.
+# single precision: every product and sum of gains is then an integer below
+# 2**24, exact in float32, and the products, the sweep's cost on dense graphs,
+# are cheaper. Other weights keep double precision, exact to round-off. See
+# doc/developers/maxcut_design.rst, "Single-precision chains".
 _SINGLE_EXACT_MAX = 2**24
 # One chain (one replica) takes its Metropolis thresholds from a pool of
-# exponential draws made once, of at least _POOL_MIN entries and _POOL_PER_VERTEX
-# per vertex: each sweep reads the n consecutive entries at an offset drawn
-# uniformly, a view, instead of drawing n new values. Drawing them was 40% of
-# a one-chain sweep (torus 100 x 100: 98 of 238 us; planar n = 10,000: 95 of
-# 446 us), the pool's read and scaling a few microseconds. A vertex's
-# thresholds over the sweeps are then independent draws from the pool (its
-# offsets are), and so are the thresholds of one sweep; only different
-# vertices at different sweeps may share an entry. Several replicas keep
-# fresh draws: there a draw is a smaller part of the sweep (its products
-# serve every replica) and the chains on graphs up to 5,000 vertices are the
-# ones measured on Gset.
+# exponential draws made once (at least _POOL_MIN, _POOL_PER_VERTEX per vertex):
+# each sweep reads n consecutive entries at a uniform offset instead of drawing
+# them, a large part of a one-chain sweep. Several replicas keep fresh draws.
+# See doc/developers/maxcut_design.rst, "Threshold pool".
 _POOL_MIN = 2**20
 _POOL_PER_VERTEX = 8
 

@@ -40,119 +40,50 @@ __all__ = ["DeterministicMaxCut"]
 
 # Feature affinities that build a dense n x n matrix.
 _DENSE_AFFINITIES = ("euclidean", "rbf")
-# Annealing temperatures in units of the mean absolute edge weight. The start
-# accepts a loss of 2 (one unit edge turning uncut on each side of a flip) with
-# probability exp(-2/3): hot enough that the chains leave the rounded cut's
-# basin and explore; the end accepts it with probability exp(-20), a descent.
-# Chosen on eight Gset graphs (G1, G7, G11, G12, G14, G19, G22, G43) at 2,000
-# sweeps x 8 replicas: mean ratio to best-known 0.9991, against 0.9971 for
-# (2.0, 0.2) and 0.9987 for (4.0, 0.1).
+# Annealing temperatures (start, end) in units of the mean absolute edge weight:
+# the start accepts a loss of 2 with probability exp(-2/3), hot enough to leave
+# the rounded cut's basin; the end accepts it with probability exp(-20), a
+# descent. See doc/developers/maxcut_design.rst, "Annealing temperatures".
 _ANNEALING_TEMPERATURES = (3.0, 0.1)
-# Tempering's ladder, hottest to coldest, in units of the root-mean-square field
-# of a vertex in a random cut, sigma = sqrt(mean_i sum_j w_ij**2) (the typical
-# size of a gain, whatever the degree and the weights' signs: 3.5 on the
-# degree-12 unit-weight Gset graphs, 6.9 on the degree-48 ones). The hottest
-# rung keeps replicas moving between basins, the coldest one (0.08 sigma) is a
-# near-descent that settles into their local optima. Chosen on Gset (two
-# seeds, 16 replicas x 2,000 sweeps from the rounded cut): summed over G14,
-# G16, G17 and G18 (degree 12), (0.5, 0.08) gives 12,146 and 12,142,
-# (0.6, 0.06) 12,142 / 12,141, (0.8, 0.05) 12,140 / 12,142, (0.4, 0.1)
-# 12,142 / 12,132; on G22 (degree 20) 13,357 / 13,358 against 13,355 / 13,356
-# for (0.6, 0.06) and 13,330 / 13,353 for (0.8, 0.05). A ladder in units of
-# the weights instead, (2.0, 0.2) for every graph, loses 8-19 edges on G2
-# (degree 48) and 9-15 on G22.
+# Tempering's ladder (hottest, coldest) in units of sigma = sqrt(mean_i sum_j
+# w_ij**2), the typical gain of a vertex in a random cut, whatever the degree and
+# the weights' signs. The hottest rung keeps replicas moving between basins, the
+# coldest is a near-descent. See doc/developers/maxcut_design.rst, "Tempering
+# ladder".
 _TEMPERING_LADDER = (0.5, 0.08)
-# n_replicas="auto": up to this many vertices, _AUTO_REPLICAS_SMALL replicas,
-# beyond it one. On small graphs Python's overhead per colour class dominates,
-# so one sparse product serves 16 replicas for a few times the cost of one
-# (G11, G12, G14 and G19 at 2,000 sweeps: the cuts sum to 5,086 with 32
-# replicas for both seeds tried, 5,081 and 5,078 with 8, in 2.5 times less
-# time; 16 is the compromise);
-# on large graphs the product's cost is proportional to the replicas and one
-# longer chain finds better cuts in about the same time (torus 100 x 100 from a
-# random start: 2,000 sweeps of one chain 6,880-6,884 in 1.1 s; 500 sweeps of
-# four 6,842-6,848 in 0.8 s; 1,000 sweeps of eight 6,874 in 3.3 s).
+# n_replicas="auto": _AUTO_REPLICAS_SMALL replicas up to this many vertices, one
+# beyond. On small graphs Python's overhead per colour class dominates and one
+# sparse product serves every replica; on large ones the product's cost grows
+# with the replicas and one longer chain does better. See
+# doc/developers/maxcut_design.rst, "Replicas".
 _AUTO_REPLICAS_MAX_N = 5_000
 _AUTO_REPLICAS_SMALL = 16
 # local_search="auto" up to _AUTO_REPLICAS_MAX_N vertices: graphs of at least
-# _AUTO_ANNEALING_MIN_N vertices and mean degree at least
-# _AUTO_ANNEALING_MIN_DEGREE are annealed (16 replicas cooled together), the
-# others tempered. Measured from the rounded cuts of four to eight seeds, with
-# eight seeds of the chains, default budgets:
-# - G22 (2,000 vertices, degree 20): annealed 13,358 or more in 14 of 16 runs
-#   (13,359 once, 13,357 twice; mean 13,357.9), tempered 13,355-13,358 (mean
-#   13,356.9) from the same starts; the default fits of seeds 0-7 annealed
-#   13,358 but seed 6's 13,357, tempered 13,350-13,358 (mean 13,355.4); where
-#   dwave-samplers' annealing at our fit's time gives 13,357 or 13,358 (mean
-#   13,357.75 over eight seeds). Random graphs of degree 20 not used to choose
-#   the rule: 2,000 vertices annealed 13,340.75 mean against 13,337.5
-#   tempered, 3,000 vertices 20,000.25 against 19,995.25.
-# - Smaller dense graphs go the other way: G4 (800 vertices, degree 48)
-#   tempered 11,646 in 8 of 8, annealed 11,644.75 mean (11,641 twice);
-#   with every dense graph annealed, a Gset run lost G2 (11,617 against
-#   11,620), G46 (6,647 against 6,649) and G47 (6,656 against 6,657), all
-#   1,000 vertices or fewer. G1 and G43 reach 11,624 and 6,660 either way.
-# - Sparse graphs of 2,000 vertices are tempered better: planar +-1 1,736.9
-#   against 1,735.5 annealed, 3-regular 2,763.4 against 2,763.1; so are the
-#   sparse Gset graphs (G13 581.0 against 580.5, G18 989.6 against 989.1).
-# Tempering's ladder exchanges rarely on large graphs (swap acceptance between
-# its three hottest rungs 0-2% on G22 and the sparse 2,000-vertex graphs,
-# against 4-10% on G43 and G4, 11-27% on G13 and G14); on the sparse ones its
-# cold rungs still find the better cuts.
+# _AUTO_ANNEALING_MIN_N vertices and mean degree _AUTO_ANNEALING_MIN_DEGREE or
+# more are annealed (16 replicas cooled together do better there), smaller or
+# sparser ones tempered. See doc/developers/maxcut_design.rst, "Tempering or
+# annealing".
 _AUTO_ANNEALING_MIN_N = 1_500
 _AUTO_ANNEALING_MIN_DEGREE = 16
-# n_sweeps="auto" with several replicas: 6 sweeps per vertex (smaller graphs
-# settle sooner, and on dense small graphs, one vertex per colour class, a
-# sweep costs a Python step per vertex), at least 100, at most 8,000; between
-# 2,000 and 8,000, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 6) sweeps, a budget
-# of work for the whole fit rather than for the chains alone: a 16-replica
-# sweep was measured to cost about 0.24 us per vertex and a thirteenth of that
-# per stored adjacency entry (G11 0.25 ms, G14 0.41 ms, G1 0.91 ms, G22
-# 0.98 ms a sweep, in double precision; less in single precision on dense
-# graphs), but the SDP, the bound and the rounding also grow with the entries,
-# so an entry is charged as a sixth of a vertex. The dense Gset graphs keep
-# about 2,000 sweeps (G1-G10 2,224, G22 2,000: their fits are the longest,
-# 2.6-4.4 s), G11-G21 get 4,800, G43-G47 3,695; sparse
-# graphs of 2,000 vertices, whose fits were 2.3-3.0 s, get more (3-regular
-# 5,333, planar 4,008, torus 45 x 45 4,740), where more sweeps are what finds
-# the last edges (16 replicas from the rounded cut, four seeds: 3-regular
-# 2,761.25 -> 2,762.25 mean, planar +-1 1,736.5 -> 1,737.75, torus 1,380.0
-# -> 1,381.5, against the 3,250 / 2,740 / 3,021 sweeps of a budget of
-# 8 * 10**6 / (n + nnz / 13) and a cap of 4,000). On Gset, 3,000 sweeps
-# instead of 2,000 found G9 2,054, G13 582, G46 6,649 and G47 6,657, the
-# best-known cuts; a budget giving G1-G10 2,666 sweeps and G43-G47 3,943 took
-# 12 of 27 Gset fits over 5 s on a slow machine state.
+# n_sweeps="auto" with several replicas: _AUTO_SWEEPS_PER_VERTEX per vertex
+# (small graphs settle sooner) in [_AUTO_SWEEPS_MIN, _AUTO_SWEEPS_MAX], and at
+# most max(_AUTO_SWEEPS_BASE, _AUTO_SWEEPS_WORK_SMALL / (n + nnz / 6)): a budget
+# of work for the whole fit, whose stages cost about as much per vertex as per 6
+# entries. See doc/developers/maxcut_design.rst, "Sweeps with several replicas".
 _AUTO_SWEEPS_MIN = 100
-# Sweeps per vertex on small graphs: 6 (was 4, which held the sparse Gset
-# graphs G11-G21, 1-2 s fits, to 3,200 sweeps; they now get 4,800). G13
-# reaches the best-known 582 in all eight chains tried (from the rounded cuts
-# of four seeds) at 4,800 sweeps as at 6,400 (581.0 mean at 3,200), and in the
-# default fits of seeds 0-7 except seed 4's (580); dwave-samplers' annealing
-# at 5,976 sweeps, our former fit's time, gives 581.0 mean (two seeds 578 of
-# eight). G14 gains at 6,768 sweeps
-# (3,062.1 against 3,061.25 mean over eight seeds), but 10 per vertex took
-# G14-G21 to 3.9-4.7 s fits in a slow machine state, too near 5 s.
+# Sweeps per vertex on small graphs: enough for the sparse Gset graphs' chains
+# to settle, within the fits' time. See doc/developers/maxcut_design.rst,
+# "Sweeps per vertex".
 _AUTO_SWEEPS_PER_VERTEX = 6
 _AUTO_SWEEPS_MAX = 8_000
 _AUTO_SWEEPS_BASE = 2_000
 _AUTO_SWEEPS_WORK_SMALL = 16_000_000
 _ENTRIES_PER_VERTEX_COST = 6
-# ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between 10,000 and
-# 20,000. A single chain's sweep costs about 4-6 ns per stored adjacency entry
-# (torus 100 x 100: 0.16 ms for 40,000 entries; planar n = 10,000: 0.27 ms for
-# 60,000; n = 100,000 3-regular and torus: 1.8 ms for 300,000 and 1.5 ms for
-# 400,000; less since the thresholds come from a pool), so this is a budget of
-# work of about 4-5 s. At n = 100,000 the floor applies: it was 5,000 sweeps
-# (enough to beat dwave-samplers' default annealing, 1,000 sweeps, on the
-# 3-regular and toroidal graphs), raised to 10,000 once the pool made a sweep
-# there 2-2.5 times cheaper (5,000 sweeps 10.6 -> 4.7 s, 3-regular): from the
-# rounded start, 10,000 sweeps gave 138,048 against 137,881 (3-regular) and
-# 68,906 against 68,824 (torus 316 x 316) for about 4 s more. Torus 100 x 100
-# gets 20,000 sweeps, where the cut from the rounded start over four seeds
-# was 7,024-7,032 (mean 7,028.5) against 7,006-7,034 (mean 7,020.0) with
-# 10,000; planar n = 10,000 gets 13,333, which neither helps nor hurts there
-# (+-1 weights: mean 8,522.0 against 8,522.25 with 10,000; +1: 19,987.25
-# both).
+# ... with one replica: _AUTO_SWEEPS_ENTRY_WORK / nnz sweeps, between
+# _AUTO_SWEEPS_LONG_MIN and _AUTO_SWEEPS_LONG_MAX. A single chain's sweep costs
+# about the same per stored adjacency entry on every graph kind, so this is a
+# budget of work of a few seconds. See doc/developers/maxcut_design.rst,
+# "Sweeps of one chain".
 _AUTO_SWEEPS_ENTRY_WORK = 800_000_000
 _AUTO_SWEEPS_LONG_MIN = 10_000
 _AUTO_SWEEPS_LONG_MAX = 20_000
@@ -206,48 +137,35 @@ def _annealing_budget(n_vertices, n_entries, n_sweeps, n_replicas):
 
 
 # The bound-only continuation (tighten_bound, up to 6 rounds of 100 sweeps and
-# an eigensolve each) runs on graphs up to this many vertices. On Gset it pays
-# (G6 2,727.7 -> 2,656.5, G2 12,165.2 -> 12,090.4, for 0.2-0.5 s a graph); at
-# n = 10,000 its one round raised the bound (toroidal 100 x 100: 7,883.6 ->
-# 7,896.0, the smaller kept) and the planar +-1 bound stayed 9,427.8, for
-# 2-2.2 s of a 12-15 s fit; at n = 100,000 it lowered the 3-regular bound by
-# 0.014% (145,999 -> 145,978) for about 4 s.
+# an eigensolve each) runs on graphs up to this many vertices: there it lowers
+# the bound for a fraction of a second; beyond, a round costs seconds for little.
+# See doc/developers/maxcut_design.rst, "Bound-only continuation".
 _BOUND_CONTINUATION_MAX_N = 5_000
 _BOUND_CONTINUATION_ROUNDS = 6
 
 # Up to _BOUND_CONTINUATION_MAX_N vertices the Burer-Monteiro rank starts at 8
 # and doubles while the bound asks for it (solve_sdp_adaptive's defaults).
-# Beyond, the SDP is solved at this one rank (at most _sdp_rank's): each
-# rank tried costs a dual bound, whose Lanczos eigensolve converges slowly on
-# these spectra (0.2-2 s at n = 10,000, more than the rank's 300 sweeps), and
-# a fresh start at rank 16 is as good as the doublings. At n = 10,000, rank 16
-# from a random start (300 sweeps, one eigensolve) gave the bounds 7,883.2
-# (torus 100 x 100) and 9,417.5 (planar +-1) where ranks 8 -> 16 -> 32 gave
-# 7,883.6 and 8 -> 16 gave 9,419.3, for 1.3-1.9 s instead of 2.4-3.3 s of
-# SDP and bound. At n = 100,000 _sdp_rank is 8, the one rank solved before.
+# Beyond, the SDP is solved at this one rank (at most _sdp_rank's): each rank
+# tried costs a slow eigensolve, and a fresh start at rank 16 is as good as the
+# doublings. See doc/developers/maxcut_design.rst, "One rank".
 _LARGE_SDP_RANK = 16
-# ... and its one eigensolve is loosened from ARPACK's tolerance 1e-3
-# (relative to the Ritz value) to 1e-2, where the eigenvalue term chooses no
-# rank: the residual term n |r| it leaves is 0.05-0.16 at n = 10,000 (torus
-# 100 x 100 and planar +-1, ranks 8-32: bounds 0.05-0.13 above 1e-3's, 1e-5 of
-# them), for 15-45% fewer products (0.2-0.4 s); at n = 100,000 the 3-regular
-# bound rose by 5.1 of 146,000 (3.5e-5).
+# ... and its one eigensolve is loosened from ARPACK's tolerance 1e-3 (relative
+# to the Ritz value) to 1e-2: with no rank to choose, only its small residual
+# term costs the bound, for fewer products. See doc/developers/maxcut_design.rst,
+# "A looser eigensolve".
 _LARGE_EIGSH_TOL = 1e-2
 # L-BFGS correction pairs of the rounding beyond _BOUND_CONTINUATION_MAX_N
 # vertices (20 below, derandomize's default): an L-BFGS-B iteration's own work
-# grows with the pairs times the variables, and at n = 10,000 it was a quarter
-# of the rounding's time with 20 (planar +1: 0.96 of 3.76 s profiled). With 5
-# the rounding took 2.1-2.3 s instead of 2.9 s (planar +1), 2.9 s instead of
-# 3.75 s (planar +-1), certified in as many stages, rounded cuts 19,987 and
-# 8,371 against 19,985 and 8,370 (torus 100 x 100: 6,910 against 6,886).
+# grows with the pairs times the variables. See doc/developers/maxcut_design.rst,
+# "Fewer L-BFGS pairs in the rounding".
 _LARGE_LBFGS_MEMORY = 5
 _LBFGS_MEMORY = 20  # derandomize's default
 # Largest Burer-Monteiro rank: bounds memory on large graphs; the dual bound
 # stays valid at any rank.
 _MAX_SDP_RANK = 100
 # ... and at most this many entries in V (4 MiB): on large sparse graphs the
-# bound's slack comes from the solver's accuracy, not the rank (at n = 100,000
-# rank 16 lowered it by 0.02% against rank 8, for twice the cost per sweep).
+# bound's slack comes from the solver's accuracy, not the rank (see
+# doc/developers/maxcut_design.rst, "The size of V").
 _MAX_SDP_ENTRIES = 2**19
 
 
@@ -425,9 +343,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         the dual bounds computed, at each rank tried and during a bound-only
         continuation of the SDP (escape along the dual's eigenvector, then
         further sweeps) that runs after the cut is found, on graphs of up to
-        5,000 vertices (beyond, it was measured to cost seconds for a bound
-        lower by 0.014% at most), and leaves ``sdp_vectors_`` and the cut
-        unchanged. It is at most the dual bound of ``sdp_vectors_``.
+        5,000 vertices (beyond, it costs seconds for little), and leaves
+        ``sdp_vectors_`` and the cut unchanged. It is at most the dual bound of
+        ``sdp_vectors_``.
     sdp_value_ : float
         Value of the low-rank SDP solution (a lower estimate of the SDP optimum).
     expected_gw_cut_ : float
@@ -537,13 +455,9 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
     temperatures swap them with the probability that keeps each at its
     Boltzmann distribution: the cold replicas keep receiving the good cuts the
     hot ones find, which is what plain annealing, frozen after its cooling,
-    cannot do (with the defaults, on the degree-12 Gset graphs G14-G18, 1 to 9
-    more edges on each for the same sweeps: 15,193 against 15,174 summed). On
-    dense graphs of 1,500 vertices or more (mean degree 16 or more) the
-    replicas annealed together do better (G22, default fits of seeds 0-7:
-    13,358 but one 13,357, against 13,350-13,358 tempered), so ``"auto"``
-    anneals those. The
-    draws come from ``random_state``, so the cut is deterministic. The best cut
+    cannot do. On dense graphs of 1,500 vertices or more (mean degree 16 or
+    more) the replicas annealed together do better, so ``"auto"`` anneals those.
+    The draws come from ``random_state``, so the cut is deterministic. The best cut
     seen (after every sweep, over all replicas, then made 1-flip optimal) is
     returned only if its exactly recomputed value is at least that of the
     rounded cut; otherwise the rounded cut is. The phase can
@@ -750,7 +664,7 @@ class DeterministicMaxCut(ClusterMixin, BaseEstimator):
         timings = {"affinity": time.perf_counter() - start}
         rng = seeded_generator(self.random_state)
         # Multi-threaded BLAS makes the many small products of the solver loops
-        # 50-100x slower (thread start-up dominates); one thread is fastest.
+        # far slower (thread start-up dominates); one thread is fastest.
         with one_blas_thread():
             self._fit_graph(A, A.shape[0], rng, timings, warn)
         timings["total"] = time.perf_counter() - start

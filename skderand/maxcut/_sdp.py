@@ -44,7 +44,7 @@ _EIGSH_MAX_RESTARTS = 100
 _FALLBACK_LANCZOS_ITER = 100
 # Up to this many vertices, ARPACK gets _EIGSH_RESTARTS_BEFORE_DENSE restarts
 # and then a dense eigensolver takes over (about (4/3) n**3 flops and 8 n**2
-# bytes; under a second at n = 2,000).
+# bytes; see doc/developers/derandomize_design.rst, "The dual bound").
 _DENSE_FALLBACK_MAX_N = 2_000
 _EIGSH_RESTARTS_BEFORE_DENSE = 20
 

@@ -201,10 +201,9 @@ def _orthogonalized(dual, j, alphas, betas, basis, duals, primal):
     pass runs only when the first removed more than half the vector's squared
     norm (the criterion of Daniel, Gragg, Kaufman and Stewart), each pass
     costing a ``primal`` product besides the two over the basis. Two passes
-    every step, as without ``primal``, read both bases twice: on the sparse
-    text-like set (45,000-long vectors, 100 steps) one pass kept the basis
-    orthonormal to 1.9e-15 in the ``G`` inner product, as two did, with the
-    same Ritz values, in 0.98 s of the certificate's 1.28 s.
+    every step, as without ``primal``, read both bases twice, and one pass was
+    measured to keep the basis as orthonormal, with the same Ritz values
+    (doc/developers/maxcut_design.rst, "Shared solver pieces").
     """
     dual -= alphas[j] * duals[j]
     if j:

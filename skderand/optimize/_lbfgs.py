@@ -3,13 +3,12 @@
 Private part of the shared solver. The first-order phase of :func:`minimize_sosp`
 uses scipy's ``L-BFGS-B``; this one serves problems with no bounds where that
 solver's bound-constrained machinery costs more than the objective: the
-sharpness stages of ``LearnedJLTransformer`` with every pair active (about
-1.5 ms per iteration for the 6,000 variables of a 300-point fit at k = 20,
-whose evaluation costs about 2 ms). Here: the L-BFGS inverse Hessian in the
-compact form of Byrd, Nocedal and Schnabel (two matrix-vector products with the
-stored pairs per direction) and a strong Wolfe line search (Nocedal and Wright,
-Algorithms 3.5 and 3.6, cubic interpolation in the zoom), 0.4-0.6 ms per
-iteration there.
+sharpness stages of ``LearnedJLTransformer`` with every pair active. Here: the
+L-BFGS inverse Hessian in the compact form of Byrd, Nocedal and Schnabel (two
+matrix-vector products with the stored pairs per direction) and a strong Wolfe
+line search (Nocedal and Wright, Algorithms 3.5 and 3.6, cubic interpolation in
+the zoom). Measurements: doc/developers/maxcut_design.rst, "Shared solver
+pieces".
 """
 
 import numpy as np
@@ -31,8 +30,7 @@ class LBFGSMemory:
     held are always the first rows) with their inner products, so that a
     direction costs two matrix-vector products (the compact form of Byrd,
     Nocedal and Schnabel) instead of the two-loop recursion's ``4 size``
-    vector operations: at 6,000 variables those cost 0.9 ms per iteration on
-    the benchmark machine, the products 0.1 ms.
+    vector operations, which cost several times more per iteration.
 
     The products of the rows with a gradient are kept for the next call
     (see :meth:`push`): an iteration then reads the rows twice, once for the
@@ -130,7 +128,7 @@ class LBFGSMemory:
         idx = self._idx = np.array(self.order)
         sy_c = self.sy[idx][:, idx]
         # R is the upper triangle of sy_c: the triangular solves read only
-        # that (np.triu cost 30 us per push).
+        # that, so no np.triu copy is made per push.
         self._R = sy_c
         self._D = sy_c.diagonal().copy()
         self._yy_c = self.yy[idx][:, idx]
