@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skderand.neural._network import _BLOCK_VALUES, _Network
+from skderand.neural._network import _BLOCK_VALUES, _activation, _Network
 from skderand.optimize import minimize_sosp, sosp_certificate
 
 ACTIVATIONS = ["softplus", "tanh", "sigmoid", "gelu"]
@@ -188,3 +188,16 @@ def test_lemma_trainable_bias_kills_perpendicular_weight_frozen_does_not(seed):
             assert perp[True] <= 1.5 * res.grad_norm / (2 * lam - eps)
     assert perp[True] < 1e-4
     assert perp[False] > 1e-2
+
+
+@pytest.mark.parametrize("dtype, atol", [(np.float64, 1e-15), (np.float32, 1e-6)])
+def test_tanh_matches_numpy_everywhere_and_never_warns(dtype, atol):
+    # Computed through the exponential: up to round-off, in both precisions,
+    # past the clip at |z| = 20, and with every floating-point error raised.
+    act, _ = _activation("tanh", 1.0)
+    z = np.concatenate([np.linspace(-60, 60, 10_001), [0.0, 1e-8, -1e-8, 20.0]])
+    with np.errstate(all="raise"):
+        value, d1 = act(z.astype(dtype))
+    assert value.dtype == dtype
+    np.testing.assert_allclose(value, np.tanh(z), rtol=0, atol=atol)
+    np.testing.assert_allclose(d1, 1.0 - np.tanh(z) ** 2, rtol=0, atol=4 * atol)

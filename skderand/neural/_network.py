@@ -26,7 +26,8 @@ __all__ = []
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 # Values in one block's temporary (rows x layer width): 256 KiB in float32,
 # within a core's L2 cache, where the elementwise passes of the forward and
-# backward sweeps run several times faster than over arrays of all the rows.
+# backward sweeps run faster than over arrays of all the rows (see
+# doc/developers/structure_discovery_scale.rst, "Row blocks").
 _BLOCK_VALUES = 2**16
 
 
@@ -51,9 +52,10 @@ def _activation(name, softplus_sharpness):
 
         def f(z):
             # 1 - 2 / (e^{2z} + 1): numpy's exponential is vectorized where its
-            # tanh is not (about half the time). Past z = 20 the result rounds
-            # to 1 in double precision; the clip keeps e^{2z} finite.
-            act = np.minimum(z, 20.0)
+            # tanh is not (about half the time). Past |z| = 20 the result rounds
+            # to +-1 in double precision; the clip keeps e^{2z} finite and away
+            # from underflow.
+            act = np.clip(z, -20.0, 20.0)
             act *= 2.0
             np.exp(act, out=act)
             act += 1.0
