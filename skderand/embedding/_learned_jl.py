@@ -270,6 +270,16 @@ class LearnedJLTransformer(
         from the origin.
     n_components_ : int
         Dimension of the embedding (the one found when ``n_components="auto"``).
+    search_results_ : dict of ndarray
+        Only with ``n_components="auto"``: the candidate dimensions the search
+        fitted, in the order tried, as the search left them (the returned one
+        is completed afterwards, so ``distortion_`` may be lower than its
+        entry). Keys: ``"n_components"``; ``"distortion"``, the all-pairs
+        distortion of the candidate's map; ``"reached_eps"``, whether that is
+        at most ``eps``; ``"stopped_after_stage"``, the sharpness stage after
+        which the search gave the candidate up as too far above ``eps`` (0:
+        it was not); ``"decided"``, how the search decided the candidate before
+        its certificate and polish (an empty string: it was not).
     distortion_ : float
         Worst-case distortion of the training pairs after calibration, the
         scale-free ``(r_max - r_min) / (r_max + r_min)``: every training pair
@@ -570,7 +580,8 @@ class LearnedJLTransformer(
         # did not find deeper basins than as many fresh starts (see the design
         # note, "Rejected alternatives").
         if self.n_components == "auto":
-            first = search_dimension(self, span, pairs, seeds[0], curvature_tol)
+            first, tried = search_dimension(self, span, pairs, seeds[0], curvature_tol)
+            self.search_results_ = _search_results(tried, self.eps)
             fits, k = [first], first.W.shape[0]
             jobs = [(pairs.for_another_start(), seed) for seed in seeds[1:]]
         elif self.n_init == 1:
@@ -862,7 +873,9 @@ class LearnedJLTransformer(
                         flush=True,
                     )
                 pending = (z, resume, z_start, rng, best, final_beta)
-                return stopped._replace(stages=tuple(stages), pending=pending)
+                return stopped._replace(
+                    stages=tuple(stages), pending=pending, decided=decided
+                )
             stages.append(at_z)
             if self.verbose:
                 scale = end["sigma"] * np.sqrt(2.0 / (end["r_min"] + end["r_max"]))
@@ -1148,6 +1161,21 @@ def _record_fit_certificate(estimator, fit, curvature_tol):
     )
 
 
+def _search_results(tried, eps):
+    """``search_results_``: the dimension search's candidates, in the order tried.
+
+    ``tried`` maps each candidate dimension to its fit as the search left it.
+    """
+    fits = list(tried.values())
+    return {
+        "n_components": np.array(list(tried), dtype=int),
+        "distortion": np.array([fit.distortion for fit in fits]),
+        "reached_eps": np.array([fit.distortion <= eps for fit in fits]),
+        "stopped_after_stage": np.array([fit.stopped_after for fit in fits]),
+        "decided": np.array([fit.decided for fit in fits], dtype=object),
+    }
+
+
 def _sharpness_stages(softmax_sharpness, n_stages):
     """The stages' soft-max sharpness: up by 4x to ``softmax_sharpness``."""
     return [softmax_sharpness / 4.0 ** (n_stages - 1 - s) for s in range(n_stages)]
@@ -1191,3 +1219,4 @@ class _Fit(NamedTuple):
     stopped_after: int = 0  # the dimension search gave up after this stage (0: no)
     stages: tuple = ()  # all-pairs distortion at the end of each stage run
     pending: tuple = None  # decided before its certificate (see _fit_dimension)
+    decided: str = ""  # how the dimension search decided it early ("": it did not)

@@ -182,6 +182,9 @@ def search_dimension(estimator, span, pairs, seed, curvature_tol):
     again from PCA's map where that is better (see
     ``LearnedJLTransformer._no_worse_than_pca``). Only the returned candidate
     is completed (``LearnedJLTransformer._finish``).
+
+    Returns the fit and every candidate's fit as the search left it (before
+    that completion), by dimension in the order tried.
     """
     cache = {}
     n_stages = estimator.n_stages
@@ -246,9 +249,10 @@ def search_dimension(estimator, span, pairs, seed, curvature_tol):
         else:
             lo = mid
     fit = fit_k(hi)
+    tried = dict(cache)
     if fit.pending is not None:
         fit = estimator._finish(pairs, fit, curvature_tol)
-    return fit
+    return fit, tried
 
 
 def decide_after_stage(
