@@ -957,16 +957,14 @@ _NOTES_DOC = """
     population risk shows up as a perpendicular part of ``W`` of order of the
     overfit. The decay that makes that fit cost more than it gains depends on
     ``n``, the noise and the link, so by default it is chosen on held-out data
-    (``alpha="auto"``): on sklearn's diabetes data a fixed 1e-3 gave a 5-fold
-    R^2 of -0.15 and the chosen decay 0.50, while the planted teachers at
-    d = 20, n = 2000 chose 3e-3 to 1e-2 and recovered their subspaces to a
-    projection distance of 0.02-0.05.
+    (``alpha="auto"``): a decay that suits a planted teacher can overfit a
+    small noisy table badly, and the other way round.
 
     Training is full-batch: exact gradients by backpropagation and exact
     Hessian-vector products by the R-operator (forward-over-reverse) cost a few
     matrix products with the ``(n_samples, n_features)`` input per evaluation.
     The fits that choose the decay and the rank only compare held-out scores,
-    so they run in single precision (about twice to four times as fast); the
+    so they run in single precision, several times faster; the
     refit starts with a single-precision fit on all the samples and ends in
     double precision, where the certificate (about a hundred Hessian-vector
     products) is computed. Small problems run BLAS on one thread, where
