@@ -110,30 +110,18 @@ def random_projection_stats(cls, X, k, X_test=None):
 
 
 def split(est, seconds):
-    """Time split of a fit of ``seconds``, and whether it is certified.
+    """What a fit of ``seconds`` did, and whether it is certified.
 
-    Active-set solves, blocked passes, polish, certificate and the rest: the
-    set-up (the span of the data, the pairs' distances), the passes' work
-    outside the blocked products (the candidates' exact ratios) and the stages'
-    bookkeeping. The passes run by the polish and the certificate count in
-    the passes only. ``timed_fit`` silences the ``ConvergenceWarning``: an
-    uncertified fit says so here, with the test it failed.
+    Solver iterations (and their mean time), blocked passes over all pairs,
+    the largest active set. ``timed_fit`` silences the
+    ``ConvergenceWarning``: an uncertified fit says so here, with the test it
+    failed.
     """
     st = est._fit_stats
     return (
-        f"{est.n_iter_} iterations ({1e3 * st['solve_s'] / max(est.n_iter_, 1):.1f}"
-        f" ms each in the solves), "
-        f"solves {st['solve_s']:.1f} s, passes {st['scan_s']:.1f} s "
-        f"({st['n_scans']}), polish {st['polish_s']:.1f} s, certificate "
-        f"{st['certify_s']:.1f} s, rest {rest_of_fit(st, seconds):.1f} s, "
+        f"{est.n_iter_} iterations ({1e3 * seconds / max(est.n_iter_, 1):.1f} ms "
+        f"of the fit each), {st['n_scans']} passes, "
         f"active set <= {st['max_active']} pairs, {certificate(est)}"
-    )
-
-
-def rest_of_fit(stats, seconds):
-    """The fit's time outside its solves, passes, polish and certificate."""
-    return seconds - (
-        stats["solve_s"] + stats["scan_s"] + stats["polish_s"] + stats["certify_s"]
     )
 
 
@@ -469,7 +457,7 @@ def blocked_distortions(X, Ys, block=1024):
 
 def _fit_in_fresh_process(make_data, k, eps=0.1):
     """Fit in this (spawned) process: time, peak RSS above the data and in
-    all, and the fitted transformer (its map, time split and certificate).
+    all, and the fitted transformer (its map, pass counts and certificate).
 
     ``make_data`` is ``(function name, arguments)`` (a spawned process
     re-imports this module). The peak restarts after the data are made
@@ -496,7 +484,7 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
                 _fit_in_fresh_process, (("clustered_low_rank", (n, d)), k)
             )
         X = clustered_low_rank(n, d)
-        stats = jl._fit_stats
+        st = jl._fit_stats
         d_jl = blocked_distortion(X, jl.transform(X))
         grp = [
             blocked_distortion(
@@ -505,17 +493,13 @@ def large(rows=((20_000, 100), (50_000, 50)), k=20, n_seeds=5):
             for s in range(n_seeds)
         ]
         d_pca = blocked_distortion(X, exact_pca(k).fit_transform(X))
-        st = stats
         print(
             f"clustered low-rank+noise {n}x{d}, k={k}: learned {d_jl:.3f} in "
             f"{t:.0f} s, peak memory of the fit {peak_fit:.0f} MiB above the data "
             f"(process {peak_total:.0f} MiB); GRP median of {n_seeds} "
             f"{np.median(grp):.3f}, PCA {d_pca:.3f}; ratio to GRP "
-            f"{d_jl / np.median(grp):.2f}\n    learned: solves {st['solve_s']:.0f} s, "
-            f"passes {st['scan_s']:.0f} s ({st['n_scans']}), polish "
-            f"{st['polish_s']:.0f} s, certificate {st['certify_s']:.0f} s, rest "
-            f"{rest_of_fit(st, t):.0f} s, active set <= {st['max_active']} pairs, "
-            f"{certificate(jl)}",
+            f"{d_jl / np.median(grp):.2f}\n    learned: {st['n_scans']} passes, "
+            f"active set <= {st['max_active']} pairs, {certificate(jl)}",
             flush=True,
         )
     print(f"# at the end: {machine_conditions()}")

@@ -14,7 +14,6 @@ Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pair
 """
 
 import copy
-import time
 
 import numpy as np
 from scipy.optimize import minimize
@@ -152,15 +151,8 @@ class _ActivePairs:
             and (factor is not None or self.scale is None)
         )
         self.reset(1)
-        # Time split and size of the active set, for verbose output and benchmarks.
-        self.stats = {
-            "solve_s": 0.0,
-            "scan_s": 0.0,
-            "polish_s": 0.0,
-            "certify_s": 0.0,
-            "n_scans": 0,
-            "max_active": self.rows.size,
-        }
+        # Blocked passes run and the largest active set, for benchmarks.
+        self.stats = {"n_scans": 0, "max_active": self.rows.size}
 
     def reset(self, k):
         """Start a fit of dimension ``k``: all pairs, or an empty active set.
@@ -191,7 +183,7 @@ class _ActivePairs:
         matrix): a fit rebinds the attributes it changes and never writes
         into their arrays (the scanner's cache of triangular masks only gains
         entries, the same for every fit). It has its own scanner state, caches
-        of the last map and time split, and a fit (see ``reset``) gives it
+        of the last map and counts, and a fit (see ``reset``) gives it
         its own active set. A fit on it follows the path it would follow on
         this object in the state it has now, whatever runs on either meanwhile.
         """
@@ -199,42 +191,25 @@ class _ActivePairs:
         # The last pass's error bound and spread are the scanner's state.
         other.scanner = copy.copy(self.scanner)
         other._embedded = other._key = other._ratios = None
-        other.stats = {key: 0 * value for key, value in self.stats.items()}
+        other.stats = {"n_scans": 0, "max_active": 0}
         return other
 
     def add_stats(self, other):
-        """Count the time split and passes of ``other`` (another start) in these."""
-        for key, value in other.stats.items():
-            if key == "max_active":
-                self.stats[key] = max(self.stats[key], value)
-            else:
-                self.stats[key] += value
-
-    def mark(self):
-        """A start for :meth:`charge`: the clock and the passes' time so far."""
-        return time.perf_counter(), self.stats["scan_s"]
-
-    def charge(self, key, mark):
-        """Add the time since ``mark`` to ``stats[key]``, less the passes' in it.
-
-        Passes run inside the polish and the certificate count in ``scan_s``
-        only, so that the parts of the time split are disjoint.
-        """
-        start, scanned = mark
-        elapsed = time.perf_counter() - start
-        self.stats[key] += elapsed - (self.stats["scan_s"] - scanned)
+        """Count the passes and active set of ``other`` (another start) in these."""
+        self.stats["n_scans"] += other.stats["n_scans"]
+        self.stats["max_active"] = max(
+            self.stats["max_active"], other.stats["max_active"]
+        )
 
     # -- all pairs ----------------------------------------------------------------
     def scan(self, M, n_extreme=0, band=np.inf, range_fraction=0.0, known=None):
         """One blocked pass over all pairs under the map ``M`` (see _PairScanner)."""
-        start = time.perf_counter()
         # The embedded points kept for M (the candidates' exact ratios ask for
         # them next; on embedded points the round's own), centred into a new
         # array: the Gram form |y_i|^2 + |y_j|^2 - 2 y_i.y_j stays accurate.
         Y = self._embed(M)
         Y = Y - Y.mean(axis=0)
         out = self.scanner.scan(Y, n_extreme, band, range_fraction, known)
-        self.stats["scan_s"] += time.perf_counter() - start
         self.stats["n_scans"] += 1
         return out
 
@@ -627,12 +602,10 @@ class _ActivePairs:
         """
         if max_iter < 1:
             return z, 0, False
-        start = time.perf_counter()
         if embedded:
             x, n_iter = self._embedded_lbfgs(
                 objective, z, tol, max_iter, stop_at_tol=stop_at_tol
             )
-            self.stats["solve_s"] += time.perf_counter() - start
             return x, n_iter, n_iter < max_iter
         own = getattr(objective, "lean", False)
         callback = None
@@ -693,7 +666,6 @@ class _ActivePairs:
                 callback=callback,
                 stop=stationary if stop_at_tol else None,
             )
-        self.stats["solve_s"] += time.perf_counter() - start
         x = x * scale if whiten else x
         return x, n_iter, n_iter < max_iter
 
@@ -1201,7 +1173,6 @@ def certify_stage(
 
     Returns the point, the solver iterations spent on it and its certificate.
     """
-    mark = pairs.mark()
     rank = pairs.X.shape[1]
     # Exact Hessian-vector products (one evaluation each, against two gradients
     # for a central difference, and no step: see _derandomized_hessp).
@@ -1243,7 +1214,6 @@ def certify_stage(
                 max_lanczos_iter=LANCZOS_ITER,
                 random_state=rng,
             )
-        pairs.charge("certify_s", mark)
         return z, 0, certificate
 
     if embedded or np.linalg.norm(objective(z)[1]) > CERTIFY_REACH * tol:
@@ -1265,7 +1235,6 @@ def certify_stage(
     before = _scale_free(*pairs.extremes(z[: k * rank].reshape(k, rank)))
     after = _scale_free(*pairs.extremes(res.x[: k * rank].reshape(k, rank)))
     if after <= before:
-        pairs.charge("certify_s", mark)
         return res.x, res.n_iter, res
     return certified_where_it_stands()
 

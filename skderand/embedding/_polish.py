@@ -439,7 +439,6 @@ def polish_minimax(pairs, W, *, verbose=0):
     distortion seen (the input if none is lower), that distortion and the number
     of steps.
     """
-    mark = pairs.mark()
     r_min, r_max = pairs.extremes(W)
     best_W, best = W, _scale_free(r_min, r_max)
     W = W / np.sqrt((r_min + r_max) / 2.0)
@@ -471,5 +470,4 @@ def polish_minimax(pairs, W, *, verbose=0):
         # Pairs outside the set that overtake the active extremes join it.
         _, _, low, high = pairs.scan(W, 4 * POLISH_PAIRS, 1e-2)
         pairs._add(low, high)
-    pairs.charge("polish_s", mark)
     return best_W, best, total

@@ -8,8 +8,6 @@ decides it as early as it can. The thresholds that give a candidate up, and
 their evidence, are in ``doc/developers/learned_jl_design.rst``.
 """
 
-import time
-
 import numpy as np
 
 from skderand.embedding._active import _scale_free
@@ -297,10 +295,8 @@ def watched_stage(pairs, z, k, beta, final, eps, kwargs, at_z, *, tol, max_iter)
     counts the objective's evaluations.
     """
     watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
-    start = time.perf_counter()
     try:
         z, n_iter, _ = pairs._lbfgs(watch, z, tol, max_iter, stop_at_tol=final)
     except _Decided as stop:
-        pairs.stats["solve_s"] += time.perf_counter() - start
         return stop.z, watch.n_eval, stop.reason
     return z, n_iter, None
