@@ -312,6 +312,8 @@ class _Network:
                 d1s.append(d1)
             losses, dout, curvature = self.loss(z, Y[block])
             row_weight = self._row_weight(block, n)
+            # Single-precision losses are summed in double before the common
+            # weight scales them (scaled first, each term rounds in single).
             if self.sample_weight is None:
                 value += float(losses.sum(dtype=np.float64)) * row_weight
             else:

@@ -64,9 +64,9 @@ _DEFAULT_ALPHAS = np.logspace(-3, 0, 7)
 # computed once, for the final refit.
 _PATH_GTOL = 1e-3
 _PATH_MAX_ITER = 100
-# The path's products run in single precision (four times the speed of double
-# on the first layer's products and the activations); the certified refit runs
-# in double.
+# The path's products run in single precision (several times the speed of
+# double on the first layer's products and the activations; design note,
+# "Single precision"); the certified refit runs in double.
 _PATH_DTYPE = np.float32
 # The path stops once this many decays in a row score below the best one by
 # more than the one-standard-error rule allows (see _as_good).
@@ -155,7 +155,8 @@ def _validation_score(loss, out, Y, huber_delta=1.0):
         r2 = 1.0 - sse / np.where(constant, 1.0, sst)
         r2 = np.where(constant, np.where(sse == 0, 1.0, 0.0), r2)
         return float(np.mean(r2))
-    losses = _loss(loss, huber_delta)[0](out, Y)[0]
+    loss_and_derivatives, _ = _loss(loss, huber_delta)
+    losses = loss_and_derivatives(out, Y)[0]
     if loss == "pseudo_huber":
         return -float(np.mean(losses))
     return -float(np.mean(np.sum(losses, axis=1)))
