@@ -1255,7 +1255,7 @@ def test_auto_working_set_is_the_larger_of_its_floor_and_the_points(monkeypatch)
     auto = components("auto")
     np.testing.assert_array_equal(auto, components(150))
     # The size matters on this data, so the equality above is not vacuous.
-    assert not np.array_equal(auto, components(100))
+    assert not np.array_equal(auto, components(200))
     monkeypatch.setattr(_learned_jl, "WORKING_SET", 400)
     np.testing.assert_array_equal(components("auto"), components(400))
 
@@ -1841,7 +1841,7 @@ def test_whitened_stage_solves_the_same_surrogate(algorithm):
     assert value < start_value
     scale = np.ones(z.size)
     scale[: k * rank] = np.tile(pairs.scale, k)
-    # L-BFGS-B's test: the inf-norm of the whitened gradient below tol / sqrt(n).
+    # The solver's test: the inf-norm of the whitened gradient below tol / sqrt(n).
     assert np.abs(grad * scale).max() <= 1e-2 / np.sqrt(z.size)
 
 

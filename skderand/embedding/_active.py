@@ -16,7 +16,6 @@ Per-iteration cost then grows with the active set, not with the ``n^2 / 2`` pair
 import copy
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from skderand.embedding._objective import (
@@ -74,10 +73,8 @@ COMPLETE_PER_VARIABLE = 20
 GRAM_MAX_SAMPLES = 2000
 GRAM_ARRAYS = 14
 # With every pair active, at least this many of them and the direct map, the
-# stages evaluate the surrogate by _GramObjective._direct and run the shared
-# solver's plain L-BFGS (skderand/optimize/_lbfgs.py) instead of scipy's
-# L-BFGS-B (see _ActivePairs._lbfgs); smaller sets gain little and keep the
-# earlier arithmetic. See the design note, "Gram form".
+# stages evaluate the surrogate by _GramObjective._direct; smaller sets gain
+# little and keep the pair-vector arithmetic. See the design note, "Gram form".
 LEAN_MIN_PAIRS = 10_000
 # Candidate pairs kept by a blocked pass (per side, at most): those within
 # CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
@@ -589,13 +586,6 @@ class _ActivePairs:
         implies the certificate's test, a 2-norm at most ``tol``); with
         ``stop_at_tol`` also where the certificate's test holds.
 
-        For the lean all-pairs evaluation (see ``LEAN_MIN_PAIRS``: one solve
-        per stage, thousands of variables) the plain L-BFGS of
-        :mod:`skderand.optimize._lbfgs`, whose own work per iteration is far
-        below scipy's L-BFGS-B's. The active-set rounds keep L-BFGS-B: their
-        variables are few, so the plain solver saves little there (see the
-        design note, "Gram form" and "Rejected alternatives").
-
         With ``embedded`` (an active-set round on data whose span has about as
         many dimensions as points, see :meth:`_embedded_lbfgs`) the solver
         runs on the embedded points of the active pairs instead of the map.
@@ -607,21 +597,11 @@ class _ActivePairs:
                 objective, z, tol, max_iter, stop_at_tol=stop_at_tol
             )
             return x, n_iter, n_iter < max_iter
-        own = getattr(objective, "lean", False)
         callback = None
         if self.verbose >= 2:
 
-            def report(n_iter, value):
+            def callback(n_iter, value):
                 print(f"[L-BFGS] iter {n_iter}: surrogate {value:.9g}", flush=True)
-
-            if own:
-                callback = report
-            else:
-                iteration = iter(range(1, max_iter + 1))
-
-                # scipy passes its OptimizeResult to a parameter of this name.
-                def callback(intermediate_result):
-                    report(next(iteration, max_iter), intermediate_result.fun)
 
         fun, y = objective, z
         whiten = whiten and self.scale is not None
@@ -647,25 +627,15 @@ class _ActivePairs:
 
         # The inf-norm test alone implies the 2-norm's.
         gtol = tol / np.sqrt(z.size)
-        if own:
-            x, n_iter = minimize_lbfgs(
-                fun,
-                y,
-                gtol=gtol,
-                max_iter=max_iter,
-                memory=LBFGS_MEMORY,
-                callback=callback,
-                stop=stationary if stop_at_tol else None,
-            )
-        else:
-            x, n_iter = _scipy_lbfgs(
-                fun,
-                y,
-                gtol=gtol,
-                max_iter=max_iter,
-                callback=callback,
-                stop=stationary if stop_at_tol else None,
-            )
+        x, n_iter = minimize_lbfgs(
+            fun,
+            y,
+            gtol=gtol,
+            max_iter=max_iter,
+            memory=LBFGS_MEMORY,
+            callback=callback,
+            stop=stationary if stop_at_tol else None,
+        )
         x = x * scale if whiten else x
         return x, n_iter, n_iter < max_iter
 
@@ -955,44 +925,6 @@ class _StageRounds:
             whiten=round_iter <= ROUND_ITER,
             stop_at_tol=final,
         )
-
-
-def _scipy_lbfgs(fun, y, *, gtol, max_iter, callback=None, stop=None):
-    """scipy's L-BFGS-B from ``y``: ``(x, n_iter)``.
-
-    ``stop(grad)``, if given, ends the solve at the first iterate whose
-    gradient passes it: L-BFGS-B accepts the last point it evaluated, so the
-    callback sees that point's gradient and stops the solver there.
-    """
-    solved, on_iteration = fun, callback
-    if stop is not None:
-        last = [None, None]
-
-        def solved(y):
-            value, grad = fun(y)
-            last[:] = y.copy(), grad
-            return value, grad
-
-        def on_iteration(intermediate_result):
-            if callback is not None:
-                callback(intermediate_result)
-            if np.array_equal(intermediate_result.x, last[0]) and stop(last[1]):
-                raise StopIteration
-
-    res = minimize(
-        solved,
-        y,
-        jac=True,
-        method="L-BFGS-B",
-        callback=on_iteration,
-        options={
-            "maxiter": max_iter,
-            "gtol": gtol,
-            "ftol": 1e-13,
-            "maxcor": LBFGS_MEMORY,
-        },
-    )
-    return res.x, int(res.nit)
 
 
 def _random_pairs(rng, n, size):

@@ -176,8 +176,8 @@ def search_dimension(estimator, span, pairs, seed, curvature_tol):
     ends above ``GIVE_UP_FACTOR * eps``, or whose later non-final stage
     ends above ``eps * (1 + LATER_GIVE_UP * stages_left)``, is declared
     failing there; an all-pairs candidate is decided during its stages
-    (``_Watch``). A candidate that fails in or after its final stage runs
-    again from PCA's map where that is better (see
+    (``_Watch``). A failing candidate runs again from PCA's map where that
+    is better (see
     ``LearnedJLTransformer._no_worse_than_pca``). Only the returned candidate
     is completed (``LearnedJLTransformer._finish``).
 
@@ -197,12 +197,8 @@ def search_dimension(estimator, span, pairs, seed, curvature_tol):
             cache[k] = estimator._fit_dimension(
                 span, pairs, k, seed, curvature_tol, **search
             )
-            # A candidate that fails in or after its final stage may sit in
-            # a local minimum above PCA's map. One given up after an
-            # earlier stage ended far above eps, and a run from PCA's map
-            # is not tried for it (see the design note, "Rejected
-            # alternatives").
-            if cache[k].distortion > estimator.eps and not cache[k].stopped_after:
+            # A failing candidate may sit in a local minimum above PCA's map.
+            if cache[k].distortion > estimator.eps:
                 cache[k] = estimator._no_worse_than_pca(
                     span, pairs, cache[k], seed, curvature_tol, **search
                 )

@@ -2,8 +2,8 @@
 
 Private part of the shared solver. The first-order phase of :func:`minimize_sosp`
 uses scipy's ``L-BFGS-B``; this one serves problems with no bounds where that
-solver's bound-constrained machinery costs more than the objective: the
-sharpness stages of ``LearnedJLTransformer`` with every pair active. Here: the
+solver's bound-constrained machinery costs more than the objective: every
+sharpness stage of ``LearnedJLTransformer``. Here: the
 L-BFGS inverse Hessian in the compact form of Byrd, Nocedal and Schnabel (two
 matrix-vector products with the stored pairs per direction) and a strong Wolfe
 line search (Nocedal and Wright, Algorithms 3.5 and 3.6, cubic interpolation in

@@ -61,11 +61,11 @@ def _large_sparse(seed=0):
 CASES = {
     # 1,770 pairs, at most working_set: every pair in the objective, through
     # the Gram matrix with the pair-vector arithmetic (fewer than
-    # LEAN_MIN_PAIRS pairs) and scipy's L-BFGS-B.
+    # LEAN_MIN_PAIRS pairs).
     "all_pairs": (lambda: _gaussian(60, 200), {"n_components": 10}),
     # 11,175 pairs, at most COMPLETE_PER_VARIABLE per variable (15 x 40): every
     # pair active, at least LEAN_MIN_PAIRS of them: the lean Gram-form
-    # evaluation and the shared solver's L-BFGS.
+    # evaluation.
     "gram_form": (lambda: _gaussian(150, 40, seed=1), {"n_components": 15}),
     # 7,140 pairs, more than working_set and COMPLETE_PER_VARIABLE per
     # variable: active-set rounds with blocked passes over all pairs.
