@@ -25,7 +25,7 @@ from benchmarks.bench_jl import (
     clustered_low_rank,
 )
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active, _pairs, _polish
+from skderand.embedding import _active, _pairs, _polish, _stages
 from skderand.embedding._active import _ActivePairs
 from skderand.embedding._pairs import (
     GRAM_DIRECT_FACTOR,
@@ -42,6 +42,7 @@ from skderand.embedding._pairs import (
     gram_distance_rtol,
 )
 from skderand.embedding._polish import prox_linear_steps
+from skderand.embedding._stages import lbfgs, solve_stage, stage_objective
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import _lanczos_smallest, _orthogonalized
 
@@ -170,9 +171,9 @@ def test_embedded_round_moves_only_the_active_points():
     assert pairs.embedded == (X.shape[1] >= _active.EMBEDDED_MIN_RANK)
     rows, cols = _some_pairs(40, 150, seed=5)
     pairs._set(rows, cols)
-    obj = pairs.objective(5, 50.0, derandomized=False, penalty=0.0)
+    obj = stage_objective(pairs, 5, 50.0, derandomized=False, penalty=0.0)
     z = np.random.default_rng(6).standard_normal(5 * X.shape[1])
-    z_new, n_iter = pairs._embedded_lbfgs(obj, z, 1e-9, 20)
+    z_new, n_iter = _stages._lbfgs_on_points(pairs, obj, z, 1e-9, 20)
     assert n_iter > 0
     Y_old = X @ z.reshape(5, -1).T
     Y_new = X @ z_new.reshape(5, -1).T
@@ -289,7 +290,7 @@ def _embedded_pairs(
     rows, cols = _some_pairs(n, 4 * n, seed=10)
     pairs._set(rows, cols)
     assert pairs.embedded and not pairs.complete
-    obj = pairs.objective(k, beta, derandomized=False, penalty=0.0)
+    obj = stage_objective(pairs, k, beta, derandomized=False, penalty=0.0)
     assert obj.used.size == n
     z = np.random.default_rng(11).standard_normal(k * X.shape[1])
     return pairs, obj, z
@@ -312,17 +313,17 @@ def test_certificates_of_widely_spread_spans_keep_their_precision(
     # the 87 variables) to 1e-6 of its norm.
     pairs, obj, z = _embedded_pairs(monkeypatch, basis="qr", small=small, seed=seed)
     k = obj.k
-    bound = pairs.col_sq.max() / pairs.col_sq.min()
+    bound = pairs.points.col_sq.max() / pairs.points.col_sq.min()
     assert bound <= 1.0 / small**2
     calls = []
-    original = _active._embedded_certificate
+    original = _stages._embedded_certificate
 
     def recorded(*args, single, **kwargs):
         calls.append("float32" if single else "float64")
         return original(*args, single=single, **kwargs)
 
-    monkeypatch.setattr(_active, "_embedded_certificate", recorded)
-    z_out, n_iter, cert = _active.certify_stage(
+    monkeypatch.setattr(_stages, "_embedded_certificate", recorded)
+    z_out, n_iter, cert = _stages.certify_stage(
         pairs,
         obj,
         z,
@@ -377,9 +378,9 @@ def test_embedded_certificate_is_the_map_certificate(
     # The spans of sparse rows multiply by K through sparse products with the
     # rows, in float64 even with single.
     pairs, obj, z = _embedded_pairs(monkeypatch, basis=basis)
-    assert (pairs.factor is None) == basis.endswith("principal")
-    monkeypatch.setattr(_active, "LANCZOS_ITER", n_lanczos)
-    cert = _active._embedded_certificate(
+    assert (pairs.points.factor is None) == basis.endswith("principal")
+    monkeypatch.setattr(_stages, "LANCZOS_ITER", n_lanczos)
+    cert = _stages._embedded_certificate(
         pairs,
         obj,
         z,
@@ -432,14 +433,14 @@ def test_cholesky_coordinates_are_an_orthonormal_basis_of_the_span():
     rng = np.random.default_rng(5)
     M = rng.standard_normal((4, n - 1))
     pairs = _ActivePairs(C, working_set=8, **extra)
-    recovered = pairs.map_of_points(C @ M.T + rng.standard_normal(4))
+    recovered = pairs.points.map_of_points(C @ M.T + rng.standard_normal(4))
     np.testing.assert_allclose(recovered, M, atol=1e-9 * abs(M).max())
     B = rng.standard_normal((n - 1, 3))
-    np.testing.assert_allclose(C.T @ C @ pairs.cross_solve(B), B, atol=1e-10)
+    np.testing.assert_allclose(C.T @ C @ pairs.points.cross_solve(B), B, atol=1e-10)
     np.testing.assert_allclose(
         factor.right_inverse_product(M) @ factor.F, M, atol=1e-10 * abs(M).max()
     )
-    assert pairs.largest_cross_eigenvalue() == pytest.approx(
+    assert pairs.points.largest_cross_eigenvalue() == pytest.approx(
         np.linalg.eigvalsh(K)[-1], rel=1e-8
     )
     # No whitening in a basis that is not the principal directions.
@@ -474,8 +475,8 @@ def test_sparse_span_multiplies_by_the_gram_matrix_of_its_coordinates(
     monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 100)
     np.testing.assert_array_equal(gram.sq_dists(a, b), d2)
     pairs = _ActivePairs(C, working_set=8, **extra)
-    assert pairs.gram() is gram
-    assert pairs.largest_cross_eigenvalue() == pytest.approx(
+    assert pairs.points.gram() is gram
+    assert pairs.points.largest_cross_eigenvalue() == pytest.approx(
         np.linalg.eigvalsh(K)[-1], rel=1e-8
     )
 
@@ -491,7 +492,7 @@ def test_embedded_polish_takes_the_map_polish_steps(monkeypatch, basis):
     args = (pairs.X, pairs.rows, pairs.cols, pairs.d2, W)
     W_map, n_map, _ = prox_linear_steps(*args, max_steps=8)
     W_emb, n_emb, _ = prox_linear_steps(
-        *args, max_steps=8, embedded=(pairs.gram(), pairs.map_of_points)
+        *args, max_steps=8, embedded=(pairs.points.gram(), pairs.points.map_of_points)
     )
     assert n_emb == n_map == 8
     assert not np.allclose(W_map, W, rtol=1e-3)
@@ -500,7 +501,7 @@ def test_embedded_polish_takes_the_map_polish_steps(monkeypatch, basis):
     # step): the same steps.
     monkeypatch.setattr(_polish, "KEPT_ROWS_ELEMENTS", 3 * pairs.n)
     W_few, n_few, _ = prox_linear_steps(
-        *args, max_steps=8, embedded=(pairs.gram(), pairs.map_of_points)
+        *args, max_steps=8, embedded=(pairs.points.gram(), pairs.points.map_of_points)
     )
     assert n_few == 8
     np.testing.assert_array_equal(W_few, W_emb)
@@ -616,8 +617,9 @@ def _low_rank_stage(seed, k, working_set, n=400, d=20):
 
 
 def _solve_stage(pairs, z0, k, *, max_iter, beta=250.0, derandomized=False, **kw):
-    """``pairs.solve_stage`` from ``z0`` with the tests' penalty, tol and rng."""
-    return pairs.solve_stage(
+    """``solve_stage`` from ``z0`` with the tests' penalty, tol and rng."""
+    return solve_stage(
+        pairs,
         z0,
         k,
         beta,
@@ -639,7 +641,7 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     # round returns a far worse map: the stage must go back to its start, take
     # the pairs at that worse map's extremes into the active set, and not end
     # above (1 + UNDO_RISE) times its start.
-    monkeypatch.setattr(_active, "PASS_COST", 50.0)
+    monkeypatch.setattr(_stages, "PASS_COST", 50.0)
     k = 8
     pairs, z0 = _low_rank_stage(0, k, 24)
     bad = z0.copy().reshape(k, -1)
@@ -655,12 +657,12 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
     start = _all_pairs_distortion(pairs, z0, k)
-    assert _all_pairs_distortion(pairs, bad, k) > (1 + _active.UNDO_RISE) * start
+    assert _all_pairs_distortion(pairs, bad, k) > (1 + _stages.UNDO_RISE) * start
     _, _, low, high = pairs.band(bad.reshape(k, -1), 6, 0.0)
     z, _ = _solve_stage(pairs, z0, k, max_iter=400)
     # The second round started again from the start point, not the worse map.
     assert np.array_equal(calls[1], z0)
-    assert _all_pairs_distortion(pairs, z, k) <= (1 + _active.UNDO_RISE) * start
+    assert _all_pairs_distortion(pairs, z, k) <= (1 + _stages.UNDO_RISE) * start
     active = set(zip(pairs.rows.tolist(), pairs.cols.tolist(), strict=True))
     assert set(zip(*low, strict=True)) | set(zip(*high, strict=True)) <= active
 
@@ -675,7 +677,7 @@ def test_only_the_final_stage_runs_on_to_max_iter(
     # overtaking the extremes) or max_iter is spent: max_iter is the budget a
     # ConvergenceWarning asks to raise. Its rounds' budgets add up to at most
     # max_iter.
-    monkeypatch.setattr(_active, "PASS_COST", 0.0)  # rounds of ROUND_ITER
+    monkeypatch.setattr(_stages, "PASS_COST", 0.0)  # rounds of ROUND_ITER
     k, max_iter = 4, 1000
     pairs, z0 = _low_rank_stage(2, k, 24)
     budgets = []
@@ -691,10 +693,10 @@ def test_only_the_final_stage_runs_on_to_max_iter(
     monkeypatch.setattr(pairs, "_lbfgs", solver)
     _, total = _solve_stage(pairs, z0, k, max_iter=max_iter, final=final)
     if not final:
-        assert len(budgets) == _active.MAX_ROUNDS
+        assert len(budgets) == _stages.MAX_ROUNDS
         assert total == sum(budgets) < max_iter
     elif converges_in_round is None:
-        assert len(budgets) > _active.MAX_ROUNDS
+        assert len(budgets) > _stages.MAX_ROUNDS
         assert total == sum(budgets) == max_iter
     else:
         # The map does not move, so the pass after the converged round finds
@@ -747,7 +749,7 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
     # rounds (forced here through PASS_COST) at low sharpness; short rounds
     # keep them in float64 (X M^T in float32 moved breast_cancer off its
     # path), and sharp rounds keep everything in float64.
-    monkeypatch.setattr(_active, "PASS_COST", 50.0 if long_rounds else 0.0)
+    monkeypatch.setattr(_stages, "PASS_COST", 50.0 if long_rounds else 0.0)
     k = 4
     pairs, z0 = _low_rank_stage(1, k, 24)
     seen = []
@@ -758,7 +760,7 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
 
     monkeypatch.setattr(pairs, "_lbfgs", solver)
     _solve_stage(pairs, z0, k, max_iter=400, beta=beta)
-    low = beta < _active.FLOAT32_MAX_SHARPNESS
+    low = beta < _stages.FLOAT32_MAX_SHARPNESS
     assert seen and all(single == low for single, _ in seen)
     assert all(products == (low and long_rounds) for _, products in seen)
 
@@ -775,7 +777,7 @@ def test_rounds_on_embedded_points_evaluate_in_float32_at_every_sharpness(
     # rounds (no product with X there; the copy would be n x (n - 1)). The
     # derandomized surrogate stays in float64.
     monkeypatch.setattr(_active, "EMBEDDED_MIN_RANK", 1)
-    monkeypatch.setattr(_active, "PASS_COST", 50.0 if long_rounds else 0.0)
+    monkeypatch.setattr(_stages, "PASS_COST", 50.0 if long_rounds else 0.0)
     rng = np.random.default_rng(3)
     k = 2
     pairs = _ActivePairs(_Span(rng.standard_normal((200, 300))).coords, 400)
@@ -821,7 +823,7 @@ def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeyp
         assert pairs.embedded
     else:
         assert pairs.complete
-    objective = pairs.objective(k, 50.0, derandomized=False, penalty=0.0)
+    objective = stage_objective(pairs, k, 50.0, derandomized=False, penalty=0.0)
     assert getattr(objective, "lean", False) == (path == "lean all pairs")
     assert (pairs.scale is not None) == (path == "whitened map")
     z = rng.standard_normal(k * rank) / np.sqrt(k)
@@ -830,9 +832,9 @@ def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeyp
         return np.linalg.norm(objective(z)[1])
 
     assert grad_norm(z) > tol
-    z_plain, n_plain, _ = pairs._lbfgs(objective, z, tol, 2000, embedded=embedded)
-    z_stop, n_stop, converged = pairs._lbfgs(
-        objective, z, tol, 2000, embedded=embedded, stop_at_tol=True
+    z_plain, n_plain, _ = lbfgs(pairs, objective, z, tol, 2000, embedded=embedded)
+    z_stop, n_stop, converged = lbfgs(
+        pairs, objective, z, tol, 2000, embedded=embedded, stop_at_tol=True
     )
     assert converged and grad_norm(z_stop) <= tol
     # The inf-norm test alone runs on past it.
@@ -840,8 +842,8 @@ def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeyp
     if not embedded:
         # One iteration fewer: the test did not hold yet (on the embedded
         # points the test is a bound on this norm, so it may hold later).
-        z_before, n_before, converged = pairs._lbfgs(
-            objective, z, tol, n_stop - 1, stop_at_tol=True
+        z_before, n_before, converged = lbfgs(
+            pairs, objective, z, tol, n_stop - 1, stop_at_tol=True
         )
         assert n_before == n_stop - 1 and not converged
         assert grad_norm(z_before) > tol

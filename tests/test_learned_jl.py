@@ -19,7 +19,7 @@ from sklearn.random_projection import (
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skderand import LearnedJLTransformer
-from skderand.embedding import _active, _distinct, _learned_jl, _pairs
+from skderand.embedding import _active, _distinct, _learned_jl, _pairs, _stages
 from skderand.embedding._learned_jl import _growth_exponent, _power_law_dimension
 from skderand.embedding._pairs import (
     _GramObjective,
@@ -28,6 +28,7 @@ from skderand.embedding._pairs import (
     _Span,
     all_pairs,
 )
+from skderand.embedding._stages import lbfgs, stage_objective
 from skderand.optimize import sosp_certificate
 
 # Fits at the final sharpness are not always certified within the default
@@ -605,10 +606,10 @@ def test_every_pair_active_up_to_2000_points_takes_the_gram_form(monkeypatch):
     pairs = _active._ActivePairs(X, 20_000)
     pairs.reset(30)
     assert pairs.complete
-    gram = pairs.objective(30, 250.0, derandomized=False, penalty=0.1)
+    gram = stage_objective(pairs, 30, 250.0, derandomized=False, penalty=0.1)
     assert isinstance(gram, _GramObjective)
-    monkeypatch.setattr(_active, "GRAM_MAX_SAMPLES", 999)
-    pair = pairs.objective(30, 250.0, derandomized=False, penalty=0.1)
+    monkeypatch.setattr(_stages, "GRAM_MAX_SAMPLES", 999)
+    pair = stage_objective(pairs, 30, 250.0, derandomized=False, penalty=0.1)
     assert not isinstance(pair, _GramObjective)
     z = rng.standard_normal(30 * X.shape[1]) / np.sqrt(30)
     v_pair, g_pair = pair(z)
@@ -617,16 +618,16 @@ def test_every_pair_active_up_to_2000_points_takes_the_gram_form(monkeypatch):
     np.testing.assert_allclose(g_gram, g_pair, rtol=0, atol=1e-8 * abs(g_pair).max())
     monkeypatch.undo()
     n_sq = 1000 * 1000 * 8
-    complete = _active.map_bytes(1000, 1200, 30, 4000)
+    complete = _stages.map_bytes(1000, 1200, 30, 4000)
     # k = 5: 499,500 pairs exceed 20 per variable (99,900): an active set.
-    active = _active.map_bytes(1000, 1200, 5, 4000)
+    active = _stages.map_bytes(1000, 1200, 5, 4000)
     # The Gram arrays, plus what 25 more dimensions add to the map (1 MB) and
     # the Lanczos vectors (101 pairs of 1,000 x 25 float64 numbers, 40 MB).
-    extra = complete - active - _active.GRAM_ARRAYS * n_sq
+    extra = complete - active - _stages.GRAM_ARRAYS * n_sq
     assert 40e6 < extra < 42e6
     # A working set of all 499,500 pairs makes k = 5 a fit of every pair too.
-    assert _active.map_bytes(1000, 1200, 5, 499_500) == active + (
-        _active.GRAM_ARRAYS * n_sq
+    assert _stages.map_bytes(1000, 1200, 5, 499_500) == active + (
+        _stages.GRAM_ARRAYS * n_sq
     )
 
 
@@ -701,10 +702,10 @@ def test_weighted_transpose_product_is_exactly_the_weighted_sum():
     rows, cols, d2 = all_pairs(X)
     obj = _PairObjective(X, rows, cols, d2, 4, derandomized=False, penalty=0.1)
     Y = rng.standard_normal((obj.X.shape[0], 4))
-    diff = obj.B @ Y
+    diff = obj.pairs.B @ Y
     w = rng.standard_normal(rows.size) * 10.0 ** rng.uniform(-12, 6, rows.size)
     np.testing.assert_array_equal(
-        obj._laplacian(w, Y, diff), obj.BT @ (w[:, None] * diff)
+        obj.pairs.laplacian(w, Y, diff), obj.pairs.BT @ (w[:, None] * diff)
     )
     # And it is the Laplacian: row i sums w_p (y_i - y_j) over i's pairs.
     expected = np.zeros_like(Y)
@@ -713,7 +714,7 @@ def test_weighted_transpose_product_is_exactly_the_weighted_sum():
     np.add.at(expected, ri, w[:, None] * (Y[ri] - Y[ci]))
     np.add.at(expected, ci, w[:, None] * (Y[ci] - Y[ri]))
     np.testing.assert_allclose(
-        obj._laplacian(w, Y), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max()
+        obj.pairs.laplacian(w, Y), expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max()
     )
 
 
@@ -1739,8 +1740,8 @@ def test_a_search_candidate_that_cannot_fit_in_memory_is_refused_before_its_fit(
     cols = rng.integers(10**6, size=rows.size)
     X = sparse.csr_array((rng.random(rows.size), (rows, cols)), shape=(300, 10**6))
     monkeypatch.setattr(_pairs, "BLOCK_ELEMENTS", 1 << 16)
-    budget = _active.fit_bytes(X, 8, 4000)
-    assert _active.map_bytes(300, 10**6, 9, 4000) > budget
+    budget = _stages.fit_bytes(X, 8, 4000)
+    assert _stages.map_bytes(300, 10**6, 9, 4000) > budget
     monkeypatch.setattr(_memory, "available_memory", lambda: budget)
     with pytest.raises(
         ValueError,
@@ -1833,9 +1834,9 @@ def test_whitened_stage_solves_the_same_surrogate(algorithm):
     z = rng.standard_normal(k * rank) / np.sqrt(k)
     if derandomized:
         z = np.append(z, 0.1)
-    objective = pairs.objective(k, 10.0, derandomized=derandomized, penalty=0.1)
+    objective = stage_objective(pairs, k, 10.0, derandomized=derandomized, penalty=0.1)
     start_value = objective(z)[0]
-    z_end, n_iter, converged = pairs._lbfgs(objective, z, 1e-2, 3000)
+    z_end, n_iter, converged = lbfgs(pairs, objective, z, 1e-2, 3000)
     assert converged and 1 <= n_iter < 3000
     value, grad = objective(z_end)
     assert value < start_value
@@ -1854,10 +1855,10 @@ def test_certificate_of_a_far_stage_end_is_taken_where_it_stands():
     k, rank = 4, pairs.X.shape[1]
     pairs.reset(k)
     z = np.random.RandomState(0).standard_normal(k * rank) / 2.0
-    objective = pairs.objective(k, 100.0, derandomized=False, penalty=0.1)
+    objective = stage_objective(pairs, k, 100.0, derandomized=False, penalty=0.1)
     grad_norm = np.linalg.norm(objective(z)[1])
-    tol = grad_norm / (2 * _active.CERTIFY_REACH)
-    z_out, n_iter, cert = _active.certify_stage(
+    tol = grad_norm / (2 * _stages.CERTIFY_REACH)
+    z_out, n_iter, cert = _stages.certify_stage(
         pairs,
         objective,
         z,

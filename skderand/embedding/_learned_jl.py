@@ -28,14 +28,9 @@ from skderand._sklearn_compat import (
 )
 from skderand._threads import one_blas_thread
 from skderand.embedding._active import (
-    CERTIFY_ITER,
-    LANCZOS_ITER,
     WHITEN_SPREAD,
     _ActivePairs,
     _scale_free,
-    certify_stage,
-    fit_bytes,
-    map_bytes,
     solves_on_embedded_points,
 )
 from skderand.embedding._distinct import distinct_rows
@@ -49,6 +44,15 @@ from skderand.embedding._search import (
     gives_up,
     search_dimension,
     watched_stage,
+)
+from skderand.embedding._stages import (
+    CERTIFY_ITER,
+    LANCZOS_ITER,
+    certify_stage,
+    fit_bytes,
+    map_bytes,
+    solve_stage,
+    stage_objective,
 )
 from skderand.optimize import sosp_certificate
 from skderand.optimize._certificate import (
@@ -846,8 +850,8 @@ class LearnedJLTransformer(
                     pairs, z, k, beta, final, decide_at, kwargs, at_z, **budget
                 )
             else:
-                z, n_iter = pairs.solve_stage(
-                    z, k, beta, rng=rng, final=final, **budget, **kwargs
+                z, n_iter = solve_stage(
+                    pairs, z, k, beta, rng=rng, final=final, **budget, **kwargs
                 )
                 decided = None
             n_iter_total += n_iter
@@ -905,8 +909,8 @@ class LearnedJLTransformer(
         :meth:`_finish`, so that both certify the same way.
         """
         derandomized = self.algorithm == "derandomized"
-        objective = pairs.objective(
-            k, beta, derandomized=derandomized, penalty=self.alpha
+        objective = stage_objective(
+            pairs, k, beta, derandomized=derandomized, penalty=self.alpha
         )
         z, n_cert, certificate = certify_stage(
             pairs,
@@ -1015,7 +1019,7 @@ class LearnedJLTransformer(
                     )
         else:
             # The random start is returned: its certificate, on the same surrogate.
-            objective = pairs.objective(k, beta, **kwargs)
+            objective = stage_objective(pairs, k, beta, **kwargs)
             best = best._replace(
                 certificate=sosp_certificate(
                     objective,

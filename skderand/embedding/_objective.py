@@ -77,6 +77,193 @@ def _weighted_transpose_product(BT, weighted, w, diff):
     return weighted @ diff
 
 
+class _WorkArrays:
+    """Work arrays kept between evaluations, by name and dtype.
+
+    ``work(name, shape, dtype)`` returns the array kept under that name and
+    dtype if it has that shape, else a new one kept in its place (see
+    :func:`_direct_surrogate`): a fresh array per operation can cost more in
+    page faults than in arithmetic.
+    """
+
+    def __init__(self, dtype=np.float64, arrays=None):
+        self.dtype = dtype
+        self.arrays = {} if arrays is None else arrays
+
+    def __call__(self, name, shape, dtype=None):
+        dtype = self.dtype if dtype is None else dtype
+        array = self.arrays.get((name, dtype))
+        if array is None or array.shape != shape:
+            array = self.arrays[name, dtype] = np.empty(shape, dtype=dtype)
+        return array
+
+
+class _PairList:
+    """A list of pairs of points: their difference operator and distances.
+
+    ``B`` (see :func:`difference_matrix`) gives the pairs' differences of any
+    embedded points, and ``B^T`` with pair weights the Laplacian products of
+    the surrogate's derivatives. Both, and the pairs' squared distances
+    ``d2``, are made in float32 on first use (see :meth:`float32`).
+    """
+
+    def __init__(self, ri, ci, n_points, d2):
+        self.B = difference_matrix(ri, ci, n_points)
+        self.BT = self.B.T.tocsr()
+        # B^T with its entries (+-1) times the pair weights, refilled by each
+        # Laplacian product (see laplacian).
+        self._BT_weighted = self.BT.copy()
+        self.d2 = d2
+        self._ops32 = None
+
+    def float32(self):
+        """``B``, ``B^T`` and the pairs' squared distances in float32 (made once)."""
+        if self._ops32 is None:
+            self._ops32 = (
+                self.B.astype(np.float32),
+                self.BT.astype(np.float32),
+                self.d2.astype(np.float32),
+            )
+            self._BT32_weighted = self._ops32[1].copy()
+        return self._ops32
+
+    def sq_dists(self, Y):
+        """``|y_i - y_j|^2`` of the pairs, and what :meth:`laplacian` reuses."""
+        # The sparse product, not two gathers and a subtraction into kept work
+        # arrays (the same numbers, three passes over (n_pairs, k) arrays
+        # instead of one; see the design note, "Performance notes").
+        # A float32 Y (the Hessian products of embedded_hessp) takes B in float32.
+        B = self.float32()[0] if Y.dtype == np.float32 else self.B
+        diff = B @ Y
+        return np.einsum("ij,ij->i", diff, diff), diff
+
+    def dots(self, Y, V, diff):
+        """``(y_i - y_j) . (v_i - v_j)`` of the pairs, and ``B V`` (reused).
+
+        The second is what :meth:`laplacian` takes as its ``diff`` for ``V``.
+        """
+        if diff.dtype == np.float32:
+            # The float32 Hessian products of embedded_hessp.
+            dV = self._ops32[0] @ V.astype(np.float32, copy=False)
+        else:
+            dV = self.B @ V
+        return np.einsum("ij,ij->i", diff, dV), dV
+
+    def laplacian(self, w, Y, diff=None):
+        """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs.
+
+        ``diff`` holds ``B Y`` if known (``Y`` is then not read); in float32,
+        the product runs in float32.
+        """
+        if diff is None:
+            diff = self.B @ Y
+        if diff.dtype == np.float32:
+            return _weighted_transpose_product(
+                self._ops32[1], self._BT32_weighted, w, diff
+            )
+        return _weighted_transpose_product(self.BT, self._BT_weighted, w, diff)
+
+    # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
+    # for the pair weights c = 2 d f / d r / ||d||^2.
+    gradient = laplacian
+
+
+class _GramPairs:
+    """Every pair of points, through the Gram matrix of their embedded points.
+
+    For small ``n`` this is faster than a pair list: ``O(n^2 k)`` per product
+    in BLAS and ``n^2 / 2`` elementwise operations. With ``lean`` the
+    Laplacian and dot products go through the symmetric weight matrix (one
+    product each, see :meth:`sym_laplacian`), as the lean evaluation of
+    :class:`_GramObjective` does.
+    """
+
+    def __init__(self, X, threshold, lean=True):
+        n = X.shape[0]
+        sq = np.einsum("ij,ij->i", X, X)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
+        # Each pair once: the strict upper triangle.
+        self.valid = np.flatnonzero(np.triu(d2 > threshold, 1))
+        self.rows, self.cols = np.divmod(self.valid, n)
+        # The same pairs' entries of a transposed n x n matrix.
+        self.valid_t = self.cols * n + self.rows
+        self.n = n
+        self.d2 = d2.ravel()[self.valid]
+        self.lean = lean
+        # Pair weights go into the strict upper triangle of this buffer; the
+        # other entries stay 0.
+        self._weights = np.zeros((n, n))
+        # Both triangles of the weights of the lean products (see sym_laplacian).
+        self._sym_weights = np.zeros((n, n))
+        self._work = _WorkArrays()
+
+    def sq_dists(self, Y):
+        # Fresh arrays here and in gradient, not work arrays: kept n x n
+        # buffers make the allocator return the derandomized evaluation's
+        # many (n_pairs,) temporaries to the system, which then fault in
+        # again (see the design note, "Rejected alternatives").
+        sq = np.einsum("ij,ij->i", Y, Y)
+        gram = (Y @ Y.T).ravel()
+        return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
+
+    def dots(self, Y, V, diff):
+        if self.lean:
+            # (y_i - y_j).(v_i - v_j) = T_ij + T_ji for T = [Y, own, 1]
+            # [-V, 1/2, own/2]^T (own_i = y_i.v_i): one product, two gathers.
+            k = Y.shape[1]
+            left = np.empty((self.n, k + 2))
+            right = np.empty((self.n, k + 2))
+            left[:, :k] = Y
+            np.einsum("ij,ij->i", Y, V, out=left[:, k])
+            left[:, k + 1] = 1.0
+            np.negative(V, out=right[:, :k])
+            right[:, k] = 0.5
+            np.multiply(left[:, k], 0.5, out=right[:, k + 1])
+            T = (left @ right.T).ravel()
+            return T[self.valid] + T[self.valid_t], None
+        cross = (Y @ V.T).ravel()
+        own = np.einsum("ij,ij->i", Y, V)
+        dots = own[self.rows] + own[self.cols] - cross[self.valid] - cross[self.valid_t]
+        return dots, None
+
+    def laplacian(self, w, Y, diff=None):
+        if self.lean:
+            return self.sym_laplacian(w, Y)
+        W = self._weights
+        W.ravel()[self.valid] = w
+        # A column of ones gives the degrees (row and column sums of the upper
+        # triangle) within the same two products.
+        Y1 = np.empty((self.n, Y.shape[1] + 1))
+        Y1[:, :-1] = Y
+        Y1[:, -1] = 1.0
+        out = W @ Y1
+        out += W.T @ Y1
+        return out[:, -1:] * Y - out[:, :-1]
+
+    def gradient(self, c, Y, diff=None):
+        # The symmetric weight matrix itself (and not the two triangles of
+        # laplacian): the stages' trajectories, hence their local optima, are
+        # bit-identical to those of the full-matrix form used so far.
+        W = self._weights
+        # Halving and doubling are exact in floating point.
+        W.ravel()[self.valid] = 0.5 * c
+        C = W + W.T
+        # d/dY of sum_{i<j} C_ij ||y_i - y_j||^2 = 2 (diag(C 1) - C) Y, C symmetric.
+        return 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
+
+    def sym_laplacian(self, w, Y):
+        """``L_w Y`` through the symmetric weight matrix (one product)."""
+        W = self._sym_weights
+        flat = W.ravel()
+        flat[self.valid] = w
+        flat[self.valid_t] = w
+        Y1 = self._work("Y1", (self.n, Y.shape[1] + 1))
+        Y1[:, :-1] = Y
+        Y1[:, -1] = 1.0
+        out = W @ Y1
+        return out[:, -1:] * Y - out[:, :-1]
+
+
 class _PairObjective:
     """Smooth surrogate of the worst distortion of a list of pairs.
 
@@ -98,8 +285,9 @@ class _PairObjective:
 
     Every derivative with respect to ``M`` is a sum over pairs of ``w_p (M d_p)
     d_p^T``, i.e. ``(L_w Y)^T X`` with ``Y = X M^T`` and ``L_w`` the graph
-    Laplacian of the pair weights ``w``; subclasses differ only in how they
-    form the pairs' embedded squared distances and apply ``L_w``. For the direct
+    Laplacian of the pair weights ``w``: the pairs (``self.pairs``, a
+    :class:`_PairList` here, :class:`_GramPairs` for :class:`_GramObjective`)
+    form the embedded squared distances and apply ``L_w``. For the direct
     map, :meth:`hessp` is the exact Hessian-vector product (see its docstring).
     """
 
@@ -107,16 +295,37 @@ class _PairObjective:
         # Restrict the data to the rows that occur in a pair: the cost of an
         # evaluation is then O(n_used * d * k + n_pairs * k).
         used, ri, ci = _compact_pairs(X.shape[0], rows, cols)
+        self._init(
+            X,
+            used,
+            _PairList(ri, ci, used.size, d2),
+            n_components,
+            derandomized,
+            penalty,
+        )
+
+    def _init(self, X, used, pairs, n_components, derandomized, penalty):
         # The rows of X in the pairs (see embedded), gathered on first use
         # (see the property X).
         self.used = used
         self._X_all, self._X = X, None
-        self.B = difference_matrix(ri, ci, used.size)
-        self.BT = self.B.T.tocsr()
-        # B^T with its entries (+-1) times the pair weights, refilled by each
-        # Laplacian product (see _laplacian).
-        self._BT_weighted = self.BT.copy()
-        self._setup(d2, n_components, derandomized, penalty)
+        self.pairs = pairs
+        self.d2 = pairs.d2
+        self.k = n_components
+        self.d = X.shape[1]
+        self.derandomized = derandomized
+        self.penalty = penalty
+        self.beta = 1.0
+        # The pair quantities at the point of the last Hessian-vector products
+        # (Lanczos asks for many at one point). Evaluations do not keep them:
+        # holding their large arrays made the stages' allocations slower.
+        self._hess_at = None
+        # Work arrays reused by every evaluation, in float64 and in float32.
+        self._work = _WorkArrays()
+        self._work32 = _WorkArrays(np.float32, self._work.arrays)
+        # The pair operators and distances in float32, and X (see single).
+        self._single = None
+        self._X32 = None
 
     @property
     def X(self):
@@ -132,31 +341,6 @@ class _PairObjective:
             self._X = X if used.size == X.shape[0] else X[used]
         return self._X
 
-    def _setup(self, d2, n_components, derandomized, penalty):
-        self.d2 = d2
-        self.k = n_components
-        self.d = self._X_all.shape[1]
-        self.derandomized = derandomized
-        self.penalty = penalty
-        self.beta = 1.0
-        # The pair quantities at the point of the last Hessian-vector products
-        # (Lanczos asks for many at one point). Evaluations do not keep them:
-        # holding their large arrays made the stages' allocations slower.
-        self._hess_at = None
-        # Work arrays reused by every evaluation (see _laplacian).
-        self._buffers = {}
-        # The pair operators and distances in float32, and X (see single).
-        self._single = None
-        self._ops32 = None
-        self._X32 = None
-
-    def _buffer(self, name, shape, dtype=np.float64):
-        """A work array kept between evaluations (see :meth:`_laplacian`)."""
-        buffer = self._buffers.get(name)
-        if buffer is None or buffer.shape != shape:
-            buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
-        return buffer
-
     def single(self, products=False):
         """Evaluate the direct surrogate's pair terms in float32 from now on.
 
@@ -166,7 +350,7 @@ class _PairObjective:
         with ``X`` stay in float64 unless ``products``. The log-ratios are then
         off by about ``1e-7``, the value and gradient by about ``1e-7 beta``
         relative: for the active-set rounds of low sharpness only (see
-        ``skderand.embedding._active.FLOAT32_MAX_SHARPNESS``). Certificates,
+        ``skderand.embedding._stages.FLOAT32_MAX_SHARPNESS``). Certificates,
         Hessian-vector products (unless asked for in float32, see
         :meth:`embedded_hessp`) and the derandomized surrogate stay float64.
 
@@ -177,22 +361,7 @@ class _PairObjective:
         """
         if products:
             self._X32 = self.X.astype(np.float32)
-        self._single = self._float32_pairs()
-
-    def _float32_pairs(self):
-        """``B``, ``B^T`` and the pairs' squared distances in float32 (made once)."""
-        if self._ops32 is None:
-            self._ops32 = (
-                self.B.astype(np.float32),
-                self.BT.astype(np.float32),
-                self.d2.astype(np.float32),
-            )
-            self._BT32_weighted = self._ops32[1].copy()
-        return self._ops32
-
-    def _buffer32(self, name, shape, dtype=np.float32):
-        """Work arrays of the float32 evaluation (see :meth:`single`)."""
-        return self._buffer(name + "/32", shape, dtype)
+        self._single = self.pairs.float32()
 
     def split(self, z):
         kd = self.k * self.d
@@ -200,46 +369,8 @@ class _PairObjective:
         sigma = z[kd] if self.derandomized else 0.0
         return M, sigma
 
-    # -- the pairs: embedded squared distances and Laplacian products ----------
-    def _sq_dists(self, Y):
-        """``|y_i - y_j|^2`` of the pairs, and what :meth:`_laplacian` reuses."""
-        # The sparse product, not two gathers and a subtraction into kept work
-        # arrays (the same numbers, three passes over (n_pairs, k) arrays
-        # instead of one; see the design note, "Performance notes").
-        # A float32 Y (the Hessian products of embedded_hessp) takes B in float32.
-        B = self._float32_pairs()[0] if Y.dtype == np.float32 else self.B
-        diff = B @ Y
-        return np.einsum("ij,ij->i", diff, diff), diff
-
-    def _dots(self, Y, V, diff):
-        """``(y_i - y_j) . (v_i - v_j)`` of the pairs, and ``B V`` (reused).
-
-        The second is what :meth:`_laplacian` takes as its ``diff`` for ``V``
-        (None where it has no use for one).
-        """
-        if diff.dtype == np.float32:
-            # The float32 Hessian products of embedded_hessp.
-            dV = self._ops32[0] @ V.astype(np.float32, copy=False)
-        else:
-            dV = self.B @ V
-        return np.einsum("ij,ij->i", diff, dV), dV
-
-    def _laplacian(self, w, Y, diff=None):
-        """``L_w Y``: row ``i`` is the sum of ``w_p (y_i - y_j)`` over its pairs."""
-        if diff is None:
-            diff = self.B @ Y
-        if diff.dtype == np.float32:
-            return _weighted_transpose_product(
-                self._ops32[1], self._BT32_weighted, w, diff
-            )
-        return _weighted_transpose_product(self.BT, self._BT_weighted, w, diff)
-
-    # d r_p / d M = 2 (M d_p) d_p^T / ||d_p||^2: the gradient is (L_c Y)^T X
-    # for the pair weights c = 2 d f / d r / ||d||^2.
-    _gradient = _laplacian
-
     def ratios(self, M):
-        return self._sq_dists(self.X @ M.T)[0] / self.d2
+        return self.pairs.sq_dists(self.X @ M.T)[0] / self.d2
 
     def __call__(self, z):
         M, sigma = self.split(z)
@@ -262,31 +393,31 @@ class _PairObjective:
         """
         if self._single is not None and sigma == 0.0:
             return self._at_points_single(Y)
-        q, diff = self._sq_dists(Y)
-        r = self._floored_ratios(q)
+        q, diff = self.pairs.sq_dists(Y)
+        r = _floored_ratios(q, self.d2)
         if sigma == 0.0:
-            value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer)
+            value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._work)
             d_sigma = 0.0
         else:
             value, d_r, d_sigma = _surrogate(r, sigma, self.k, self.beta, self.penalty)
         # 2 d_r / d2, in place: d_r is a work array or a fresh one.
         c = np.multiply(d_r, 2.0, out=d_r)
-        return value, self._gradient(np.divide(c, self.d2, out=c), Y, diff), d_sigma
+        grad_Y = self.pairs.gradient(np.divide(c, self.d2, out=c), Y, diff)
+        return value, grad_Y, d_sigma
 
     def _at_points_single(self, Y):
         """:meth:`_at_points` of the direct map in float32 (see :meth:`single`)."""
         # X M^T stays float64 (rounded here): in float32 it cancels in the
         # low-variance directions and moves fits to worse basins (see the
         # design note, "Rejected alternatives").
-        B, BT, d2 = self._single
+        B, _, d2 = self._single
         diff = B @ Y.astype(np.float32, copy=False)
         # In place: the einsum's result is this evaluation's own array.
-        r = self._floored_ratios(np.einsum("ij,ij->i", diff, diff), in_place=True)
-        value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._buffer32)
+        r = _floored_ratios(np.einsum("ij,ij->i", diff, diff), d2, in_place=True)
+        value, d_r, _, _ = _direct_surrogate(r, self.beta, work=self._work32)
         c = np.multiply(d_r, 2.0, out=d_r)
         np.divide(c, d2, out=c)
-        grad_Y = _weighted_transpose_product(BT, self._BT32_weighted, c, diff)
-        return float(value), grad_Y, 0.0
+        return float(value), self.pairs.laplacian(c, None, diff), 0.0
 
     def embedded(self, Y):
         """Value and gradient of the direct surrogate in the embedded points.
@@ -301,17 +432,6 @@ class _PairObjective:
             raise NotImplementedError("embedded is for the direct map only.")
         value, grad_Y, _ = self._at_points(Y)
         return value, grad_Y
-
-    def _floored_ratios(self, q, in_place=False):
-        # Round-off can make a Gram-form q slightly negative; a collapsed pair
-        # (r = 0) gets a tiny floor so that the log stays finite (float32's
-        # smallest normal number in float32, where 1e-300 is 0). A float32 q
-        # (the float32 evaluations and Hessian products) is divided by the
-        # float32 distances. With ``in_place`` q itself is overwritten.
-        d2 = self._float32_pairs()[2] if q.dtype == np.float32 else self.d2
-        r = np.maximum(q, 0.0, out=q if in_place else None)
-        r /= d2
-        return np.maximum(r, _ratio_floor(q.dtype), out=r)
 
     def hessp(self, z, v):
         """Exact Hessian-vector product of the surrogate at ``z``.
@@ -361,8 +481,8 @@ class _PairObjective:
         if at is None or not np.array_equal(at[0], z):
             M, sigma = self.split(z)
             Y = self.X @ M.T
-            q, diff = self._sq_dists(Y)
-            r = self._floored_ratios(q)
+            q, diff = self.pairs.sq_dists(Y)
+            r = _floored_ratios(q, self.d2)
             a, b, a_partials, b_partials = _lognormal_partials(r, sigma, self.k)
             _, _, pi_u, pi_l, g_a = _lognormal_soft_extremes(a, b, self.beta)
             g_b = 0.5 * self.beta * (pi_u + pi_l)
@@ -375,7 +495,7 @@ class _PairObjective:
         b_r, b_s, b_rr, b_rs, b_ss = b_partials
         V, tau = self.split(v)
         Vy = self.X @ V.T
-        s, dV = self._dots(Y, Vy, diff)
+        s, dV = self.pairs.dots(Y, Vy, diff)
         dr = 2.0 * s / self.d2
         da = a_r * dr + a_s * tau
         db = b_r * dr + b_s * tau
@@ -392,9 +512,9 @@ class _PairObjective:
             + g_a * (a_rr * dr + a_rs * tau)
             + g_b * (b_rr * dr + b_rs * tau)
         )
-        grad_Y = self._laplacian(2.0 * dG / self.d2, Y, diff) + self._laplacian(
-            2.0 * G / self.d2, Vy, dV
-        )
+        grad_Y = self.pairs.laplacian(
+            2.0 * dG / self.d2, Y, diff
+        ) + self.pairs.laplacian(2.0 * G / self.d2, Vy, dV)
         hv = (grad_Y.T @ self.X).ravel()
         d_sigma = np.sum(
             dg_a * a_s
@@ -415,7 +535,7 @@ class _PairObjective:
         the pairs' terms run in float32, as :meth:`_at_points_single`
         evaluates, and so does the product: for the Lanczos products of the
         certificate on embedded points (see
-        ``skderand.embedding._active._embedded_certificate``), at half the
+        ``skderand.embedding._stages._embedded_certificate``), at half the
         memory traffic of float64.
         """
         if self.derandomized:
@@ -434,19 +554,21 @@ class _PairObjective:
         """The pair quantities at ``Y`` that every Hessian-vector product reuses.
 
         With ``single`` in float32 (see :meth:`embedded_hessp`): the pairs'
-        products then follow in float32 (:meth:`_dots`, :meth:`_laplacian`).
+        products then follow in float32 (:meth:`_PairList.dots`,
+        :meth:`_PairList.laplacian`).
         """
-        q, diff = self._sq_dists(Y.astype(np.float32) if single else Y)
+        q, diff = self.pairs.sq_dists(Y.astype(np.float32) if single else Y)
         work = _fresh32 if single else _fresh
+        d2 = self.pairs.float32()[2] if single else self.d2
         _, _, d_l, soft = _direct_surrogate(
-            self._floored_ratios(q), self.beta, work=work
+            _floored_ratios(q, d2), self.beta, work=work
         )
         return Y, q, diff, d_l, soft
 
     def _hess_points(self, V):
         """``H_Y[V]`` at the point of the last :meth:`_hess_setup`."""
         _, Y, q, diff, g, soft = self._hess_at
-        s, dV = self._dots(Y, V, diff)
+        s, dV = self.pairs.dots(Y, V, diff)
         q = np.maximum(q, _ratio_floor(q.dtype))
         dl = 2.0 * s / q
         a = np.full(q.size, dl.sum() / q.size**2, dtype=q.dtype)
@@ -456,40 +578,26 @@ class _PairObjective:
         # 2 a / q - 4 g s / q^2, without q^2 (which float32 can overflow).
         alpha = 2.0 * (a - g * dl) / q
         gamma = 2.0 * g / q
-        return self._laplacian(alpha, Y, diff) + self._laplacian(gamma, V, dV)
+        return self.pairs.laplacian(alpha, Y, diff) + self.pairs.laplacian(gamma, V, dV)
 
 
 class _GramObjective(_PairObjective):
     """The same surrogate over all pairs, through the Gram matrix ``Y Y^T``.
 
-    For small ``n`` this is faster than a pair list: ``O(n^2 k + n d k)`` per
-    evaluation in BLAS products and ``n^2 / 2`` elementwise operations.
+    For small ``n`` this is faster than a pair list (see :class:`_GramPairs`).
+    With ``lean`` the direct surrogate is evaluated by :meth:`_direct`;
+    otherwise by the pair-vector arithmetic of :meth:`_PairObjective.__call__`,
+    whose round-off the fits of fewer pairs follow.
     """
 
-    def __init__(self, X, threshold, n_components, *, derandomized, penalty):
-        self._X_all = self._X = X
-        n = X.shape[0]
-        sq = np.einsum("ij,ij->i", X, X)
-        d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
-        # Each pair once: the strict upper triangle.
-        self.valid = np.flatnonzero(np.triu(d2 > threshold, 1))
-        self.rows, self.cols = np.divmod(self.valid, n)
-        # The same pairs' entries of a transposed n x n matrix.
-        self.valid_t = self.cols * n + self.rows
-        self.n = n
-        # Pair weights go into the strict upper triangle of this buffer; the
-        # other entries stay 0.
-        self._weights = np.zeros((n, n))
-        self._setup(d2.ravel()[self.valid], n_components, derandomized, penalty)
+    def __init__(self, X, threshold, n_components, *, derandomized, penalty, lean=True):
+        pairs = _GramPairs(X, threshold, lean=lean)
+        used = np.arange(X.shape[0])
+        self._init(X, used, pairs, n_components, derandomized, penalty)
+        self._X = X
+        self.lean = lean
         # The log-ratio is log q - log d2.
         self._neg_log_d2 = -np.log(self.d2)
-        # Both triangles of the weights of the lean evaluation (see _direct).
-        self._sym_weights = np.zeros((n, n))
-
-    # Evaluate the direct surrogate by _direct (set by the caller; see
-    # _ActivePairs.objective): False keeps the pair-vector arithmetic of
-    # _PairObjective.__call__, whose round-off the fits of fewer pairs follow.
-    lean = True
 
     def __call__(self, z):
         if self.derandomized or not self.lean:
@@ -509,11 +617,11 @@ class _GramObjective(_PairObjective):
         ``d l / d q = 1 / q``, with 2 from ``d q / d y`` applied once to the
         product, not per pair).
         """
-        k, n = self.k, self.n
+        k, n = self.k, self.pairs.n
         M = z.reshape(k, self.d)
         Y = self.X @ M.T
-        left = self._buffer("left", (n, k + 2))
-        right = self._buffer("right", (n, k + 2))
+        left = self._work("left", (n, k + 2))
+        right = self._work("right", (n, k + 2))
         left[:, :k] = Y
         np.einsum("ij,ij->i", Y, Y, out=left[:, k])
         left[:, k + 1] = 1.0
@@ -522,22 +630,25 @@ class _GramObjective(_PairObjective):
         right[:, k + 1] = left[:, k]
         # Into a kept n x n array: a fresh one each evaluation faulted its
         # pages in again.
-        gram = np.matmul(left, right.T, out=self._buffer("gram", (n, n)))
+        gram = np.matmul(left, right.T, out=self._work("gram", (n, n)))
         # mode="clip" skips the bounds checks (the indices are in range).
         q = np.take(
-            gram, self.valid, out=self._buffer("q", self.valid.shape), mode="clip"
+            gram,
+            self.pairs.valid,
+            out=self._work("q", self.pairs.valid.shape),
+            mode="clip",
         )
         # Round-off can make a Gram-form q slightly negative; a collapsed pair
         # gets a tiny floor so that the log stays finite (a pass only then).
         if q.min() < 1e-300:
             np.maximum(q, 1e-300, out=q)
-        log = np.log(q, out=self._buffer("log", q.shape))
+        log = np.log(q, out=self._work("log", q.shape))
         log += self._neg_log_d2
         centre = log.mean()
         beta = self.beta
         value = 0.5 * centre**2
-        weights = self._buffer("weights", q.shape)
-        work = self._buffer("work", q.shape)
+        weights = self._work("weights", q.shape)
+        work = self._work("work", q.shape)
         # The evaluated map's log-ratio range, kept for the dimension search
         # (it reads the all-pairs distortion, tanh of half the range, off it).
         self.log_range = (log.min(), log.max())
@@ -563,75 +674,9 @@ class _GramObjective(_PairObjective):
                 weights[near] += work[near] * (sign / total)
             filled = True
         weights /= q
-        grad_Y = self._sym_laplacian(weights, Y)
+        grad_Y = self.pairs.sym_laplacian(weights, Y)
         grad_Y *= 2.0
         return value, (grad_Y.T @ self.X).ravel()
-
-    def _sym_laplacian(self, w, Y):
-        """``L_w Y`` through the symmetric weight matrix (one product)."""
-        W = self._sym_weights
-        flat = W.ravel()
-        flat[self.valid] = w
-        flat[self.valid_t] = w
-        Y1 = self._buffer("Y1", (self.n, Y.shape[1] + 1))
-        Y1[:, :-1] = Y
-        Y1[:, -1] = 1.0
-        out = W @ Y1
-        return out[:, -1:] * Y - out[:, :-1]
-
-    def _sq_dists(self, Y):
-        # Fresh arrays here and in _gradient, not work arrays: kept n x n
-        # buffers make the allocator return the derandomized evaluation's
-        # many (n_pairs,) temporaries to the system, which then fault in
-        # again (see the design note, "Rejected alternatives").
-        sq = np.einsum("ij,ij->i", Y, Y)
-        gram = (Y @ Y.T).ravel()
-        return sq[self.rows] + sq[self.cols] - 2.0 * gram[self.valid], None
-
-    def _dots(self, Y, V, diff):
-        if self.lean:
-            # (y_i - y_j).(v_i - v_j) = T_ij + T_ji for T = [Y, own, 1]
-            # [-V, 1/2, own/2]^T (own_i = y_i.v_i): one product, two gathers.
-            k = Y.shape[1]
-            left = np.empty((self.n, k + 2))
-            right = np.empty((self.n, k + 2))
-            left[:, :k] = Y
-            np.einsum("ij,ij->i", Y, V, out=left[:, k])
-            left[:, k + 1] = 1.0
-            np.negative(V, out=right[:, :k])
-            right[:, k] = 0.5
-            np.multiply(left[:, k], 0.5, out=right[:, k + 1])
-            T = (left @ right.T).ravel()
-            return T[self.valid] + T[self.valid_t], None
-        cross = (Y @ V.T).ravel()
-        own = np.einsum("ij,ij->i", Y, V)
-        dots = own[self.rows] + own[self.cols] - cross[self.valid] - cross[self.valid_t]
-        return dots, None
-
-    def _laplacian(self, w, Y, diff=None):
-        if self.lean:
-            return self._sym_laplacian(w, Y)
-        W = self._weights
-        W.ravel()[self.valid] = w
-        # A column of ones gives the degrees (row and column sums of the upper
-        # triangle) within the same two products.
-        Y1 = np.empty((self.n, Y.shape[1] + 1))
-        Y1[:, :-1] = Y
-        Y1[:, -1] = 1.0
-        out = W @ Y1
-        out += W.T @ Y1
-        return out[:, -1:] * Y - out[:, :-1]
-
-    def _gradient(self, c, Y, diff=None):
-        # The symmetric weight matrix itself (and not the two triangles of
-        # _laplacian): the stages' trajectories, hence their local optima, are
-        # bit-identical to those of the full-matrix form used so far.
-        W = self._weights
-        # Halving and doubling are exact in floating point.
-        W.ravel()[self.valid] = 0.5 * c
-        C = W + W.T
-        # d/dY of sum_{i<j} C_ij ||y_i - y_j||^2 = 2 (diag(C 1) - C) Y, C symmetric.
-        return 2.0 * (C.sum(axis=1)[:, None] * Y - C @ Y)
 
 
 # Terms more than SOFTMAX_CUTOFF below the largest of a log-sum-exp weigh less
@@ -672,6 +717,19 @@ def _exp_cut(t):
 def _fresh(name, shape, dtype=np.float64):
     """A new array each call: the work supplier when nothing is kept."""
     return np.empty(shape, dtype=dtype)
+
+
+def _floored_ratios(q, d2, in_place=False):
+    """The pairs' ratios ``q / d2`` from their embedded squared distances ``q``.
+
+    Round-off can make a Gram-form ``q`` slightly negative; a collapsed pair
+    (``r = 0``) gets a tiny floor so that the log stays finite (see
+    :func:`_ratio_floor`). ``d2`` is in ``q``'s precision. With ``in_place``
+    ``q`` itself is overwritten.
+    """
+    r = np.maximum(q, 0.0, out=q if in_place else None)
+    r /= d2
+    return np.maximum(r, _ratio_floor(q.dtype), out=r)
 
 
 def _ratio_floor(dtype):

@@ -38,8 +38,9 @@ import math
 
 import numpy as np
 
-from skderand.embedding._active import GRAM_MAX_SAMPLES, _scale_free
+from skderand.embedding._active import _scale_free
 from skderand.embedding._pairs import difference_matrix
+from skderand.embedding._stages import GRAM_MAX_SAMPLES
 
 # Pairs per side in each step's model to start with: enough for the minimax's
 # active pairs at the smoothed stages' end (a few dozen carry weight), few
@@ -253,10 +254,10 @@ class _EmbeddedSteps:
 
     For coordinates ``X`` of rank ``n - 1`` the map is recovered from the
     points once at the end (``map_of_points``, see
-    ``_ActivePairs.map_of_points``). A step ``W + sum_p c_p d_p^T`` moves ``Y``
+    ``_SpanPoints.map_of_points``). A step ``W + sum_p c_p d_p^T`` moves ``Y``
     by ``sum_p (X d_p) c_p^T``, and ``X d_p = K[:, i] - K[:, j]`` and
     ``d_p . d_q`` come from the rows of the Gram matrix ``K = X X^T`` (see
-    ``_ActivePairs.gram``; for sparse input from sparse products): per trial step
+    ``_SpanPoints.gram``; for sparse input from sparse products): per trial step
     ``O(n m k)`` for the ``m`` pairs of the model instead of the
     ``n x rank x k`` product ``X W^T`` and the ``m x rank`` differences of
     the map's form.
@@ -272,7 +273,7 @@ class _EmbeddedSteps:
         self._G = None
         # K's rows by point, kept for the polish: the steps' models share most
         # of their pairs, and K's rows of sparse input come from sparse
-        # products (see _ActivePairs.gram).
+        # products (see _SpanPoints.gram).
         self._rows = {}
 
     def _gram_rows(self, points):
@@ -334,8 +335,8 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
     predicted no further decrease (first-order stationarity).
 
     With ``embedded = (K, map_of_points)`` (``K = X X^T`` by its rows, see
-    ``_ActivePairs.gram``, and the map of centred embedded points, see
-    ``_ActivePairs.map_of_points``) the steps
+    ``_SpanPoints.gram``, and the map of centred embedded points, see
+    ``_SpanPoints.map_of_points``) the steps
     move the embedded points instead of the map (see
     :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
     """
@@ -446,7 +447,7 @@ def polish_minimax(pairs, W, *, verbose=0):
     # Active-set fits on spans of n - 1 dimensions (see _EmbeddedSteps).
     embedded = None
     if pairs.embedded and not pairs.complete:
-        embedded = (pairs.gram(), pairs.map_of_points)
+        embedded = (pairs.points.gram(), pairs.points.map_of_points)
     for round_ in range(POLISH_ROUNDS):
         W, n_steps, stationary = prox_linear_steps(
             pairs.X, pairs.rows, pairs.cols, pairs.d2, W, embedded=embedded

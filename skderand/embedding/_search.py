@@ -11,6 +11,7 @@ their evidence, are in ``doc/developers/learned_jl_design.rst``.
 import numpy as np
 
 from skderand.embedding._active import _scale_free
+from skderand.embedding._stages import lbfgs, stage_objective
 
 # The dimension search gives a candidate up early when a stage ends too far
 # above eps for the later stages to bring it below: the first (bluntest) stage
@@ -76,15 +77,6 @@ FAIL_PATIENCE = 4
 SEARCH_START = 8
 
 
-class _Decided(Exception):
-    """Raised by ``_Watch`` to end the stage of a decided candidate."""
-
-    def __init__(self, z, reason):
-        super().__init__(reason)
-        self.z = z
-        self.reason = reason
-
-
 class _Watch:
     """The objective of a search candidate's stage, deciding it on the way.
 
@@ -97,8 +89,9 @@ class _Watch:
     above ``(1 + FINISH_MARGIN) eps`` and fell by less than ``1 /
     FAIL_PATIENCE`` of its distance to ``eps`` over the last ``WATCH_WINDOW``
     evaluations (a heuristic: the final stage's distortion falls fastest at
-    its start). Either raises ``_Decided`` with the map (on failure, the best
-    one seen).
+    its start). Either sets ``decision`` to the map (on failure, the best one
+    seen) and why; :meth:`decided` then ends the solve at the end of its
+    iteration, and later evaluations are not watched.
     """
 
     def __init__(self, objective, pairs, k, eps, final, at_start=None):
@@ -116,6 +109,7 @@ class _Watch:
         self.history = []  # (evaluations, lowest distortion so far)
         self.best_z = None
         self.recheck = 0
+        self.decision = None  # (z, reason) once decided
 
     def _distortion(self, M):
         if self.read_log:
@@ -129,8 +123,14 @@ class _Watch:
             return _scale_free(*self.pairs.extremes(M))
         return None
 
+    def decided(self):
+        """Whether the candidate is decided: the solver's second stopping test."""
+        return self.decision is not None
+
     def __call__(self, z):
         out = self.objective(z)
+        if self.decision is not None:
+            return out
         self.n_eval += 1
         rank = self.pairs.X.shape[1]
         M = z[: self.k * rank].reshape(self.k, rank)
@@ -139,7 +139,8 @@ class _Watch:
             return out
         if d <= self.eps and self.n_eval >= self.recheck:
             if _scale_free(*self.pairs.extremes(M)) <= self.eps:
-                raise _Decided(z.copy(), "reached eps")
+                self.decision = (z.copy(), "reached eps")
+                return out
             # Round-off in the log-ratios' range: measured again later.
             self.recheck = self.n_eval + WATCH_EVERY
         if not self.history or d < self.history[-1][1]:
@@ -156,7 +157,7 @@ class _Watch:
         if lowest > self.eps * (1.0 + FINISH_MARGIN) and (
             lowest - self.eps > FAIL_PATIENCE * (earlier - lowest)
         ):
-            raise _Decided(self.best_z, "stalled above eps")
+            self.decision = (self.best_z, "stalled above eps")
         return out
 
 
@@ -290,9 +291,12 @@ def watched_stage(pairs, z, k, beta, final, eps, kwargs, at_z, *, tol, max_iter)
     to its end, else why it stopped early (see ``_Watch``); ``n_iter`` then
     counts the objective's evaluations.
     """
-    watch = _Watch(pairs.objective(k, beta, **kwargs), pairs, k, eps, final, at_z)
-    try:
-        z, n_iter, _ = pairs._lbfgs(watch, z, tol, max_iter, stop_at_tol=final)
-    except _Decided as stop:
-        return stop.z, watch.n_eval, stop.reason
-    return z, n_iter, None
+    objective = stage_objective(pairs, k, beta, **kwargs)
+    watch = _Watch(objective, pairs, k, eps, final, at_z)
+    z, n_iter, _ = lbfgs(
+        pairs, watch, z, tol, max_iter, stop_at_tol=final, until=watch.decided
+    )
+    if watch.decision is None:
+        return z, n_iter, None
+    z, reason = watch.decision
+    return z, watch.n_eval, reason

@@ -121,7 +121,7 @@ def _lanczos_smallest(
     multiplied in; the new vector, the coefficients and the tridiagonal
     matrix stay float64. float32 halves the basis, the memory peak of a
     certificate on long vectors (see
-    ``skderand.embedding._active._embedded_certificate``); its products keep
+    ``skderand.embedding._stages._embedded_certificate``); its products keep
     the basis orthonormal to about float32's round-off, which bounds how far
     the Ritz values move.
     """
