@@ -30,18 +30,8 @@ from skderand.embedding._pairs import (
 
 # Every pair is active below this many pairs per variable (see reset).
 COMPLETE_PER_VARIABLE = 20
-# Candidate pairs kept by a blocked pass (per side, at most): those within
-# CANDIDATE_FRACTION of the log-range of the ratios from an extreme. Between
-# passes, the exact extremes come from them while the map has moved too little
-# for any other pair to overtake them (see _ActivePairs.band). SCAN_SLACK covers
-# the round-off of the pass's Gram-form (and float32) ratios.
-CANDIDATES = 10_000
-# ... and at most one in CANDIDATE_SHARE of all pairs (never fewer than a
-# round adds): their exact distances and ratios, and the pass's pools, cost
-# about as much as half a pass where passes are cheap. See the design note,
-# "Candidate pairs".
-CANDIDATE_SHARE = 400
-CANDIDATE_FRACTION = 0.4
+# Relative slack of the candidate pairs' limits (see _ActivePairs.band): it
+# covers the round-off of a pass's Gram-form (and float32) ratios.
 SCAN_SLACK = 1e-5
 
 
@@ -323,8 +313,19 @@ class _ActivePairs:
             hi = hi[np.argpartition(-r[hi], n_side - 1)[:n_side]]
         return r_min, r_max, (rows[lo], cols[lo]), (rows[hi], cols[hi])
 
-    def _new_candidates(self, M, n_side, band, r_old=None):
+    def _new_candidates(
+        self, M, n_side, band, r_old=None, *, most=10_000, share=400, fraction=0.4
+    ):
         """A blocked pass: the candidate pairs around the extremes at ``M``.
+
+        The candidates are the pairs within ``fraction`` of the log-range of
+        the ratios from an extreme, at most ``most`` per side and one in
+        ``share`` of all pairs (never fewer than a round adds): their exact
+        distances and ratios, and the pass's pools, cost about as much as half
+        a pass where passes are cheap (see the design note, "Candidate
+        pairs"). Between passes, the exact extremes come from them while the
+        map has moved too little for any other pair to overtake them (see
+        :meth:`band`).
 
         ``r_old`` holds the current candidates' exact ratios at ``M``, if
         known: the pass's pools then start from their ``n_cand``-th smallest
@@ -332,7 +333,7 @@ class _ActivePairs:
         new candidates' exact ratios at ``M`` (in their stored order), which
         :meth:`band` would otherwise measure again at once.
         """
-        n_cand = max(min(CANDIDATES, self.n_pairs // CANDIDATE_SHARE), 2 * n_side)
+        n_cand = max(min(most, self.n_pairs // share), 2 * n_side)
         known = None
         if r_old is not None:
             r_old = self._distinct_known_ratios(M, r_old)
@@ -345,7 +346,7 @@ class _ActivePairs:
             hi = np.partition(r_old, r_old.size - n_cand)[r_old.size - n_cand]
             known = (lo * (1.0 + SCAN_SLACK), hi * (1.0 - SCAN_SLACK))
         _, _, low, high = self.scan(
-            M, n_cand, band, range_fraction=CANDIDATE_FRACTION, known=known
+            M, n_cand, band, range_fraction=fraction, known=known
         )
         # A pair in both sides is harmless (the extremes are a min and a max).
         rows = np.concatenate([low[0], high[0]])
@@ -554,34 +555,32 @@ def solves_on_embedded_points(n_samples, n_features, k, working_set):
 
 
 # The stages' L-BFGS runs in whitened coordinates when the variances of the
-# span's principal directions spread over more than WHITEN_SPREAD. Directions
-# with less than WHITEN_FLOOR of the mean variance are scaled as if they had
-# that much (at most 10x). See the design note, "Whitening".
+# span's principal directions spread over more than WHITEN_SPREAD. See the
+# design note, "Whitening".
 WHITEN_SPREAD = 1e3
-WHITEN_FLOOR = 1e-2
 
 
-def _whitening_scale(X):
+def _whitening_scale(X, floor=1e-2):
     """Scales of the columns of the map for the stages' L-BFGS, or None.
 
-    ``X`` holds the data in orthonormal coordinates of their span, the
-    principal directions (``X^T X`` is diagonal, see ``_Span``). A pair's
-    ratio moves with the map's column ``j`` in proportion to the variance
-    ``e_j`` of direction ``j``, so the surrogate's curvature in that column is
-    about ``e_j`` times its curvature in the map's image: with variances over
-    several decades (data near a low-dimensional subspace) L-BFGS, started
-    from the identity's scaling, spends its iterations learning them.
-    Optimizing ``N = M / scale`` with ``scale_j = (e_j / mean(e))^(-1/2)``
-    (floored) equalizes that factor. The active-set rounds use it only when
-    they have the usual length (see :meth:`_StageRounds._solve`). For
-    near-isotropic data (spread below WHITEN_SPREAD) whitening only perturbs
-    the path, so it returns None there: plain coordinates. See the design
-    note, "Whitening".
+    ``X`` holds the data in orthonormal coordinates of their span, the principal
+    directions (``X^T X`` is diagonal, see ``_Span``). A pair's ratio moves with the
+    map's column ``j`` in proportion to the variance ``e_j`` of direction ``j``, so the
+    surrogate's curvature in that column is about ``e_j`` times its curvature in the
+    map's image: with variances over several decades (data near a low-dimensional
+    subspace) L-BFGS, started from the identity's scaling, spends its iterations
+    learning them. Optimizing ``N = M / scale`` with ``scale_j = (e_j /
+    mean(e))^(-1/2)`` equalizes that factor; directions with less than ``floor`` of the
+    mean variance are scaled as if they had that much (at most 10x). The active-set
+    rounds use it only when they have the usual length (see
+    :meth:`_StageRounds._solve`). For near-isotropic data (spread below WHITEN_SPREAD)
+    whitening only perturbs the path, so it returns None there: plain coordinates. See
+    the design note, "Whitening".
     """
     e = np.einsum("ij,ij->j", X, X)
     if e.size == 0 or not e.min() > 0 or e.max() <= WHITEN_SPREAD * e.min():
         return None
-    e = np.maximum(e / e.mean(), WHITEN_FLOOR)
+    e = np.maximum(e / e.mean(), floor)
     return 1.0 / np.sqrt(e)
 
 

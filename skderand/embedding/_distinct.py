@@ -11,22 +11,21 @@ from scipy import sparse
 
 from skderand.embedding._pairs import BLOCK_ELEMENTS
 
-# Odd multipliers of a multiplicative hash (wrapping uint64 arithmetic): each
-# entry's bits, mixed with its column index, hash to one 64-bit number, and a
-# row's hash is the wrapping sum over its entries. Equal rows hash equally;
-# unequal rows that collide are told apart by an exact comparison.
-_COLUMN_MIX = np.uint64(0x9E3779B97F4A7C15)
-_ENTRY_MIX = np.uint64(0xBF58476D1CE4E5B9)
-
 
 def _entry_hashes(bits, columns):
     """One wrapping 64-bit hash per entry, from its bits and its column.
 
+    A multiplicative hash (wrapping uint64 arithmetic, by odd multipliers):
+    each entry's bits, mixed with its column index, hash to one 64-bit number,
+    and a row's hash is the wrapping sum over its entries. Equal rows hash
+    equally; unequal rows that collide are told apart by an exact comparison.
     (Array arithmetic on unsigned integers wraps silently: no error state to
     change.)
     """
-    mixed = bits.astype(np.uint64) ^ (columns.astype(np.uint64) * _COLUMN_MIX)
-    mixed *= _ENTRY_MIX
+    column_mix = np.uint64(0x9E3779B97F4A7C15)
+    entry_mix = np.uint64(0xBF58476D1CE4E5B9)
+    mixed = bits.astype(np.uint64) ^ (columns.astype(np.uint64) * column_mix)
+    mixed *= entry_mix
     # A shift folds the high bits, which the products fill, into the low.
     mixed ^= mixed >> np.uint64(31)
     return mixed

@@ -46,7 +46,6 @@ from skderand.embedding._search import (
     watched_stage,
 )
 from skderand.embedding._stages import (
-    CERTIFY_ITER,
     LANCZOS_ITER,
     certify_stage,
     fit_bytes,
@@ -284,6 +283,15 @@ class LearnedJLTransformer(
         which the search gave the candidate up as too far above ``eps`` (0:
         it was not); ``"decided"``, how the search decided the candidate before
         its certificate and polish (an empty string: it was not).
+    stages_ : dict of ndarray
+        The sharpness stages of the run that produced the returned map, in the
+        order run. Keys: ``"stage"``, the stage's number (1 to ``n_stages``);
+        ``"softmax_sharpness"``, the sharpness it ran at (the schedule's,
+        raised where the ratios' log-range had narrowed below 0.1, see the user
+        guide); ``"distortion"``, the all-pairs distortion at its end;
+        ``"n_iter"``, its solver iterations. A stage that the dimension search
+        decided early and that was resumed afterwards appears twice. The
+        certificate and the polish come after the last stage.
     distortion_ : float
         Worst-case distortion of the training pairs after calibration, the
         scale-free ``(r_max - r_min) / (r_max + r_min)``: every training pair
@@ -560,8 +568,9 @@ class LearnedJLTransformer(
         self.initial_distortion_ = fit.initial_distortion
         self.scale_ = float(fit.sigma * factor)
         _record_fit_certificate(self, fit, curvature_tol)
-        # Time split and active-set size over all starts (benchmarks/bench_jl.py
-        # reports them).
+        self.stages_ = _stage_record(fit.record)
+        # Blocked passes and the largest active set over all starts
+        # (benchmarks/bench_jl.py reports them).
         self._fit_stats = dict(pairs.stats)
         if self.compute_inverse_components:
             self.inverse_components_ = self._compute_inverse_components()
@@ -811,6 +820,7 @@ class LearnedJLTransformer(
         first=0,
         n_iter=0,
         stages=(),
+        record=(),
         final_beta=None,
         at_z=None,
         give_up_above=(),
@@ -821,7 +831,8 @@ class LearnedJLTransformer(
         ``best`` is the fit returned instead of the final stage's end point if
         that is not better (the start ``z_start``, or the point a search
         decided at); ``stages`` the distortions at the ends of the stages
-        already run, ``final_beta`` the final stage's sharpness when it is
+        already run, ``record`` their entries of ``stages_`` (see
+        :func:`_stage_record`), ``final_beta`` the final stage's sharpness when it is
         one of them, and ``at_z`` the exact distortion at ``z`` when resumed
         (``first > 0``; at the start it is ``best``'s). Each stage's sharpness
         is its entry of ``betas`` times :func:`_range_factor` of the
@@ -838,7 +849,7 @@ class LearnedJLTransformer(
         # The exact distortion at z (known at the start and at stage ends).
         if first == 0:
             at_z = best.distortion
-        stages = list(stages)
+        stages, record = list(stages), list(record)
         n_iter_total = n_iter
         for stage in range(first, len(betas)):
             beta = betas[stage] * _range_factor(at_z)
@@ -857,6 +868,7 @@ class LearnedJLTransformer(
             n_iter_total += n_iter
             end = _stage_end(pairs, z, k, derandomized)
             at_z = end["distortion"]
+            record.append((stage + 1, beta, at_z, n_iter))
             decided, resume = decide_after_stage(
                 decided,
                 stage,
@@ -878,7 +890,10 @@ class LearnedJLTransformer(
                     )
                 pending = (z, resume, z_start, rng, best, final_beta)
                 return stopped._replace(
-                    stages=tuple(stages), pending=pending, decided=decided
+                    stages=tuple(stages),
+                    record=tuple(record),
+                    pending=pending,
+                    decided=decided,
                 )
             stages.append(at_z)
             if self.verbose:
@@ -890,14 +905,16 @@ class LearnedJLTransformer(
                 )
             # Only a stage that ended at a log-range of at least
             # SHARPNESS_RANGE says the candidate fails: below it, its soft-max
-            # did not resolve the extremes (see _search.GIVE_UP_FACTOR).
+            # did not resolve the extremes (see _search.search_dimension).
             resolved = _range_factor(at_z) == 1.0
             if not final and resolved and gives_up(stage, at_z, give_up_above):
-                return stopped._replace(stopped_after=stage + 1, stages=tuple(stages))
+                return stopped._replace(
+                    stopped_after=stage + 1, stages=tuple(stages), record=tuple(record)
+                )
         fit = self._certify_and_pick(
             pairs, z, k, rng, best, curvature_tol, z_start, final_beta, n_iter_total
         )
-        return fit._replace(stages=tuple(stages))
+        return fit._replace(stages=tuple(stages), record=tuple(record))
 
     def _certify_and_pick(
         self, pairs, z, k, rng, best, curvature_tol, z_start, beta, n_iter
@@ -919,7 +936,7 @@ class LearnedJLTransformer(
             k,
             tol=self.tol,
             curvature_tol=curvature_tol,
-            max_iter=min(CERTIFY_ITER, self.max_iter),
+            max_iter=self.max_iter,
             rng=rng,
             verbose=self.verbose,
         )
@@ -974,6 +991,7 @@ class LearnedJLTransformer(
             first=stage,
             n_iter=fit.n_iter,
             stages=fit.stages,
+            record=fit.record,
             final_beta=final_beta,
             # The exact distortion of the point decided at (measured there).
             at_z=fit.distortion,
@@ -1116,20 +1134,20 @@ WORKING_SET = 4000
 # A stage's sharpness is stated for ratios whose log-range log(r_max / r_min)
 # is at least SHARPNESS_RANGE (a distortion of about 0.05). The soft-max's
 # smoothing, up to 2 log(n_pairs) / beta, only counts against that range, so a
-# stage that starts from a narrower one sharpens in proportion (by at most
-# MAX_RANGE_FACTOR): otherwise it weighs nearly every pair alike. See the
-# design note, "Sharpness against the range".
+# stage that starts from a narrower one sharpens in proportion (by at most a
+# factor, see _range_factor): otherwise it weighs nearly every pair alike. See
+# the design note, "Sharpness against the range".
 SHARPNESS_RANGE = 0.1
-MAX_RANGE_FACTOR = 64.0
 
 
-def _range_factor(distortion):
+def _range_factor(distortion, max_factor=64.0):
     """How much a stage sharpens for the log-range of ``distortion`` (at least 1).
 
     ``distortion = (r_max - r_min) / (r_max + r_min)``, so the log-range
-    ``log(r_max / r_min)`` is ``2 artanh(distortion)``. A distortion of 1
-    (a collapsed pair), or an unknown one (no pair, the isometry start: inf),
-    leaves the sharpness as it is.
+    ``log(r_max / r_min)`` is ``2 artanh(distortion)``; below
+    ``SHARPNESS_RANGE`` the factor is ``SHARPNESS_RANGE / log-range``, at most
+    ``max_factor``. A distortion of 1 (a collapsed pair), or an unknown one (no
+    pair, the isometry start: inf), leaves the sharpness as it is.
     """
     if not distortion < 1.0:
         # r_min = 0 (an infinite range), or no distortion known (NaN, inf).
@@ -1137,7 +1155,7 @@ def _range_factor(distortion):
     log_range = 2.0 * np.arctanh(distortion)
     if log_range >= SHARPNESS_RANGE:
         return 1.0
-    return min(SHARPNESS_RANGE / max(log_range, 1e-300), MAX_RANGE_FACTOR)
+    return min(SHARPNESS_RANGE / max(log_range, 1e-300), max_factor)
 
 
 def _record_fit_certificate(estimator, fit, curvature_tol):
@@ -1177,6 +1195,17 @@ def _search_results(tried, eps):
         "reached_eps": np.array([fit.distortion <= eps for fit in fits]),
         "stopped_after_stage": np.array([fit.stopped_after for fit in fits]),
         "decided": np.array([fit.decided for fit in fits], dtype=object),
+    }
+
+
+def _stage_record(record):
+    """``stages_``: the sharpness stages of the run that produced the map."""
+    columns = np.array(record, dtype=float).reshape(-1, 4)
+    return {
+        "stage": columns[:, 0].astype(int),
+        "softmax_sharpness": columns[:, 1],
+        "distortion": columns[:, 2],
+        "n_iter": columns[:, 3].astype(int),
     }
 
 
@@ -1222,5 +1251,7 @@ class _Fit(NamedTuple):
     certificate: object  # OptimizeResult of the returned point; None: no pair
     stopped_after: int = 0  # the dimension search gave up after this stage (0: no)
     stages: tuple = ()  # all-pairs distortion at the end of each stage run
+    # (stage, sharpness, distortion, n_iter) of each stage run (see stages_)
+    record: tuple = ()
     pending: tuple = None  # decided before its certificate (see _fit_dimension)
     decided: str = ""  # how the dimension search decided it early ("": it did not)

@@ -350,7 +350,7 @@ class _PairObjective:
         with ``X`` stay in float64 unless ``products``. The log-ratios are then
         off by about ``1e-7``, the value and gradient by about ``1e-7 beta``
         relative: for the active-set rounds of low sharpness only (see
-        ``skderand.embedding._stages.FLOAT32_MAX_SHARPNESS``). Certificates,
+        ``skderand.embedding._stages._StageRounds``). Certificates,
         Hessian-vector products (unless asked for in float32, see
         :meth:`embedded_hessp`) and the derandomized surrogate stay float64.
 

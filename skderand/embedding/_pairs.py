@@ -33,28 +33,14 @@ COINCIDENT_RTOL = 1e-10
 STORE_BYTES_64 = 1 << 28
 STORE_BYTES_32 = 1 << 30
 
-# Float32 passes: the round-off bound of scan() is multiplied by this margin,
-# and a pass runs in float32 only while that bound is at most this share of the
-# spread of the ratios (the candidates' margins, a large share of the spread,
-# then shrink by at most 2 * 2 %).
-FLOAT32_SAFETY = 2.0
-FLOAT32_MAX_SHARE = 0.02
-# Distances recomputed in a float32 pass (beyond the stored ones): only while
-# their relative round-off bound is at most this (see _PairScanner.scan), so
-# that coincident pairs stay apart from the others (see _inv_sq_dists32).
-FLOAT32_MAX_DISTANCE_ERROR = 0.25
-
 # Relative accuracy of the squared distances taken from a pass's Gram form (see
 # _PairScanner.stored_sq_dists) in place of exact ones, or, in spans of
-# thousands of dimensions, GRAM_DIRECT_FACTOR times the round-off bound of the
-# direct sum itself (see gram_distance_rtol).
+# thousands of dimensions, a few times the round-off bound of the direct sum
+# itself (see gram_distance_rtol).
 GRAM_RTOL = 1e-12
-GRAM_DIRECT_FACTOR = 4.0
 
-# Elements of one block of the pairwise scan (bounds its temporary memory), and
-# the fewest blocks of a scan (see row_blocks).
+# Elements of one block of the pairwise scan (bounds its temporary memory).
 BLOCK_ELEMENTS = 1 << 22
-MIN_BLOCKS = 16
 
 
 # Sparse input with more stored-as-dense elements than this is never densified
@@ -73,20 +59,13 @@ def gram_span(X):
     return sparse.issparse(X) and n * d > SPARSE_DENSIFY_ELEMENTS and n < d
 
 
-# Arrays of n x n float64 numbers the principal directions of n rows take from
-# their Gram matrix, at most: the matrix, LAPACK's copy of it, its workspace,
-# the eigenvectors and the coordinates (see the design note, "Memory
-# estimates").
-EIGH_ARRAYS = 5
-
-
 def span_bytes(X):
     """Peak bytes of the span of ``X`` and of the blocked passes (estimated).
 
     The span: a dense centred copy with its SVD (about three ``n x d``
     arrays) and the coordinates (``n x rank``); or, for large sparse input
     (see :func:`gram_span`), the principal directions of the rows' Gram
-    matrix (``EIGH_ARRAYS`` arrays of ``n x n``, the coordinates among them)
+    matrix (see :func:`eigh_span_bytes`, the coordinates among them)
     or, from ``CHOLESKY_MIN_SAMPLES`` rows on, one ``n x n`` array: the
     pivoted Cholesky factor overwrites the Gram matrix and its memory holds
     the coordinates (rows of lower rank fall back to the principal
@@ -110,9 +89,14 @@ def span_bytes(X):
     return span + stored + 4 * BLOCK_ELEMENTS * 8
 
 
-def eigh_span_bytes(n):
-    """Peak bytes of the principal coordinates of ``n`` rows from their Gram matrix."""
-    return EIGH_ARRAYS * n * n * 8
+def eigh_span_bytes(n, arrays=5):
+    """Peak bytes of the principal coordinates of ``n`` rows from their Gram matrix.
+
+    At most ``arrays`` arrays of ``n x n`` float64 numbers: the matrix,
+    LAPACK's copy of it, its workspace, the eigenvectors and the coordinates
+    (see the design note, "Memory estimates").
+    """
+    return arrays * n * n * 8
 
 
 # Large sparse input of at least this many rows takes the span's coordinates
@@ -446,11 +430,6 @@ class _HeldGram:
         return self.K[index]
 
 
-# Relative accuracy of _TriangularCoords.spread's two eigenvalues: the spread
-# is compared with a limit of a thousand.
-SPREAD_RTOL = 1e-3
-
-
 class _TriangularCoords:
     """Coordinates ``C`` (n x rank) of centred points whose first ``rank`` rows
     form an invertible lower triangular ``F`` (row ``i`` is 0 beyond its
@@ -480,13 +459,14 @@ class _TriangularCoords:
             return True
         return max_spread is not None and self.spread() <= max_spread
 
-    def spread(self):
+    def spread(self, rtol=1e-3):
         """The ratio of the largest to the smallest eigenvalue of ``C^T C``.
 
         The spread of the span's variances (``col_sq`` of principal
         coordinates, see ``_active._whitening_scale``), here by Lanczos
         (ARPACK, from a start of a local generator) on ``C^T C`` and on its
-        inverse (:meth:`cross_solve`), to ``SPREAD_RTOL``: two products of
+        inverse (:meth:`cross_solve`), to ``rtol`` (the spread is compared with
+        a limit of a thousand): two products of
         ``C`` or two triangular solves a step, ``O(n^2)`` numbers each,
         against the principal directions' ``O(n^3)``.
         """
@@ -501,10 +481,8 @@ class _TriangularCoords:
             shape, matvec=lambda v: self.cross_solve(v.reshape(-1, 1)), dtype=float
         )
         try:
-            largest = eigsh(cross, k=1, which="LA", v0=start, tol=SPREAD_RTOL)[0]
-            inverse_largest = eigsh(
-                inverse, k=1, which="LA", v0=start, tol=SPREAD_RTOL
-            )[0]
+            largest = eigsh(cross, k=1, which="LA", v0=start, tol=rtol)[0]
+            inverse_largest = eigsh(inverse, k=1, which="LA", v0=start, tol=rtol)[0]
         except ArpackNoConvergence:
             # Unknown: as wide as can be (the caller then keeps the principal
             # directions, which serve every fit).
@@ -657,10 +635,10 @@ def _gamma(m):
     return m * u / (1.0 - m * u)
 
 
-def gram_distance_rtol(rank):
+def gram_distance_rtol(rank, direct_factor=4.0):
     """Relative accuracy asked of Gram-form squared distances in ``rank`` dimensions.
 
-    ``GRAM_RTOL``, or ``GRAM_DIRECT_FACTOR`` times ``gamma_rank``, the bound of
+    ``GRAM_RTOL``, or ``direct_factor`` times ``gamma_rank``, the bound of
     :func:`exact_sq_dists` itself, if larger. The Gram form's bound for
     near-orthogonal points is about twice the direct sum's, and that alone
     passes ``1e-12`` from about 4,500 dimensions on: every new pair was then
@@ -670,7 +648,7 @@ def gram_distance_rtol(rank):
     changes nothing below about 2,300 dimensions (``4 gamma_rank`` below
     ``1e-12``).
     """
-    return max(GRAM_RTOL, GRAM_DIRECT_FACTOR * _gamma(rank))
+    return max(GRAM_RTOL, direct_factor * _gamma(rank))
 
 
 def exact_sq_dists(X, rows, cols, chunk=1 << 18):
@@ -720,10 +698,29 @@ class _PairScanner:
     ``_PivotedCholesky``: row ``i`` of ``X`` is 0 beyond its first ``i + 1``
     entries) the stored distances of rows ``a:b`` against the later ones
     need the first ``b`` columns only: a third of the products of all pairs.
+
+    A pass runs in float32 only while its round-off bound, times the margin
+    ``float32_margin``, is at most ``float32_share`` of the spread of the
+    ratios (the candidates' margins, a large share of the spread, then shrink
+    by at most 2 * 2 %), and while the distances it recomputes (beyond the
+    stored ones) have a relative round-off bound of at most
+    ``float32_distance_error``, so that coincident pairs stay apart from the
+    others (see :meth:`_inv_sq_dists32`).
     """
 
-    def __init__(self, X, lower_trapezoidal=False):
+    def __init__(
+        self,
+        X,
+        lower_trapezoidal=False,
+        *,
+        float32_margin=2.0,
+        float32_share=0.02,
+        float32_distance_error=0.25,
+    ):
         self.X = X
+        self.float32_margin = float32_margin
+        self.float32_share = float32_share
+        self.float32_distance_error = float32_distance_error
         self.lower_trapezoidal = lower_trapezoidal
         n = X.shape[0]
         self.n = n
@@ -819,7 +816,7 @@ class _PairScanner:
         """``1 / |x_i - x_j|^2`` of a block in float32 (see :meth:`scan`).
 
         Within a float32 pass only, where ``x_rel <=
-        FLOAT32_MAX_DISTANCE_ERROR``: every non-coincident pair's squared
+        float32_distance_error``: every non-coincident pair's squared
         distance is at least ``1 / max_inv`` and its float32 value is off by
         at most ``x_rel / max_inv``, a coincident pair's is at most
         ``threshold + x_rel / max_inv`` (``threshold``: far below
@@ -899,7 +896,7 @@ class _PairScanner:
             # most about (k + 8) u (|y_i|^2 + |y_j|^2 + 2 |y_i| |y_j|) <=
             # 4 (k + 8) u max|y|^2 (u = 2^-24), i.e. the ratio by that times
             # 1 / min d2; the stored reciprocal and the product add 3 u
-            # relative. FLOAT32_SAFETY doubles the whole.
+            # relative. float32_margin doubles the whole.
             q_error = 4.0 * (k + 8) * unit * y_norms.max(initial=0.0) * self.max_inv
         # Distances not stored are recomputed per block, in float32 in a
         # float32 pass: the same bound for the Gram form of the data (d
@@ -922,8 +919,8 @@ class _PairScanner:
             # of consecutive points (at most that of all pairs) decides, so
             # that it runs in float32 too (faster than float64).
             spread = self._chain_spread(Y)
-        float32 = x_rel <= FLOAT32_MAX_DISTANCE_ERROR and (
-            q_error + x_rel * self.r_abs <= FLOAT32_MAX_SHARE * (spread or 0.0)
+        float32 = x_rel <= self.float32_distance_error and (
+            q_error + x_rel * self.r_abs <= self.float32_share * (spread or 0.0)
         )
         dtype = np.float32 if float32 else np.float64
         # A float32 pass's scanned ratio r lies within error(r) of the exact
@@ -934,7 +931,7 @@ class _PairScanner:
             shrink = 1.0 / (1.0 - x_rel)
 
             def error(r):
-                return FLOAT32_SAFETY * (
+                return self.float32_margin * (
                     q_error * shrink + (x_rel * shrink + 3.0 * unit) * abs(r)
                 )
 
@@ -1074,14 +1071,14 @@ class _MostExtreme:
         return rows[inside], cols[inside]
 
 
-def row_blocks(n):
+def row_blocks(n, min_blocks=16):
     """The ``(a, b)`` row ranges of a pass over ``n`` points.
 
     At most ``BLOCK_ELEMENTS`` entries per block, and at least
-    ``MIN_BLOCKS`` blocks: the first block seeds the pools of the most extreme
+    ``min_blocks`` blocks: the first block seeds the pools of the most extreme
     pairs (every entry enters), the later ones are filtered against them.
     """
-    rows_per_block = max(1, min(BLOCK_ELEMENTS // max(n, 1), -(-n // MIN_BLOCKS)))
+    rows_per_block = max(1, min(BLOCK_ELEMENTS // max(n, 1), -(-n // min_blocks)))
     return [(a, min(n, a + rows_per_block)) for a in range(0, n, rows_per_block)]
 
 

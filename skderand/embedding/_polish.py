@@ -44,45 +44,9 @@ from skderand.embedding._stages import GRAM_MAX_SAMPLES
 
 # Pairs per side in each step's model to start with: enough for the minimax's
 # active pairs at the smoothed stages' end (a few dozen carry weight), few
-# enough that the dual costs milliseconds. A side grows (see GROW) when pairs
-# left out of its model overtake its extreme in a trial step.
+# enough that the dual costs milliseconds. A side grows when pairs left out of
+# its model overtake its extreme in a trial step (see prox_linear_steps).
 POLISH_PAIRS = 64
-# A side's model doubles, up to MAX_POLISH_PAIRS pairs, when a rejected trial
-# step was undone by pairs outside it and the side is saturated (below):
-# otherwise the trust region shrinks step after step while the model's
-# predicted decrease stays real. Beyond MAX_POLISH_PAIRS the dual's cost grows
-# as the square of its size for little gain. See the design note, "The
-# polish".
-GROW = 2
-# A side grows only when saturated: the dual puts weight (above
-# SATURATED_WEIGHT) on at least SATURATED of its pairs.
-SATURATED = 0.9
-SATURATED_WEIGHT = 1e-9
-MAX_POLISH_PAIRS = 128
-# Steps of one polish, and rounds of (steps on the active set, blocked pass over
-# all pairs, add the pairs that overtake the extremes). A longer polish does
-# not replace the smoothed final stage's iterations (see the design note, "The
-# polish").
-POLISH_STEPS = 40
-POLISH_ROUNDS = 2
-# Stop when the last STALL_STEPS steps lowered F by less than STALL_DECREASE in
-# all (log units; 2e-5 is about 1e-5 in distortion): the polish's gain comes
-# in its first steps.
-STALL_STEPS = 6
-STALL_DECREASE = 2e-5
-# Acceptance of a step: the true decrease must reach this share of the model's.
-ACCEPT = 0.1
-# Stop when the model predicts a decrease of F below this (log units: about
-# 1e-7 in distortion), or when rho has shrunk this far below its start.
-MIN_DECREASE = 1e-7
-RHO_SHRINK_LIMIT = 1e-8
-# Projected-gradient iterations of the dual (warm-started from the last step).
-DUAL_ITER = 150
-# ... or until the duality gap, relative to F - dual (see _dual_gap), is at most
-# DUAL_GAP, checked every DUAL_CHECK iterations. See the design note, "The
-# polish".
-DUAL_GAP = 1e-3
-DUAL_CHECK = 10
 # Rows of the Gram matrix the embedded polish keeps (see _EmbeddedSteps), in
 # float64 numbers: 128 MiB, 1,600 rows at 10,000 points.
 KEPT_ROWS_ELEMENTS = 1 << 24
@@ -106,7 +70,7 @@ def _project_simplices(V, ind=None, rows=None):
     if rows is None:
         rows = np.arange(n_rows)
     # U - css / ind > 0, and below V - theta clipped at 0, with the same
-    # operations written into one work array each (this runs DUAL_ITER times
+    # operations written into one work array each (this runs up to 150 times
     # per polish step).
     gap = np.divide(css, ind)
     np.subtract(U, gap, out=gap)
@@ -118,12 +82,13 @@ def _project_simplices(V, ind=None, rows=None):
     return np.maximum(out, 0.0, out=out)
 
 
-def _dual(c, Q, n_high, rho, u0, top=None):
+def _dual(c, Q, n_high, rho, u0, top=None, *, max_iter=150, gap=1e-3, check=10):
     """Maximize ``c.u - rho/2 u^T Q u`` over two simplices (FISTA).
 
-    Stops at ``DUAL_ITER`` iterations, when an iteration moves ``u`` by less
-    than ``1e-12``, or when the relative duality gap (:func:`_dual_gap`) is
-    at most ``DUAL_GAP``.
+    Stops at ``max_iter`` iterations (warm-started from the last step's
+    ``u0``), when an iteration moves ``u`` by less than ``1e-12``, or when the
+    relative duality gap (:func:`_dual_gap`) is at most ``gap``, checked every
+    ``check`` iterations (see the design note, "The polish").
 
     ``u[:n_high]`` and ``u[n_high:]`` each lie on a probability simplex. The
     shorter part is padded, for the projection, with entries 2 below its
@@ -145,7 +110,7 @@ def _dual(c, Q, n_high, rho, u0, top=None):
     u = u0.copy()
     z = u.copy()
     t = 1.0
-    for iteration in range(DUAL_ITER):
+    for iteration in range(max_iter):
         # z + step * (c - rho * (Q z)), one temporary for the products.
         w = Q @ z
         w *= rho
@@ -168,10 +133,7 @@ def _dual(c, Q, n_high, rho, u0, top=None):
             u = u_new
             break
         u, t = u_new, t_new
-        if (
-            iteration % DUAL_CHECK == DUAL_CHECK - 1
-            and _dual_gap(c, Q, n_high, rho, u) <= DUAL_GAP
-        ):
+        if iteration % check == check - 1 and _dual_gap(c, Q, n_high, rho, u) <= gap:
             break
     return u
 
@@ -327,7 +289,23 @@ def _model(space, P, l, rows, cols, m_hi, m_lo):
     return high, low, sel, Y, y2, sign, Q
 
 
-def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=None):
+def prox_linear_steps(
+    X,
+    rows,
+    cols,
+    d2,
+    W,
+    *,
+    max_steps=40,
+    embedded=None,
+    accept=0.1,
+    min_decrease=1e-7,
+    min_rho=1e-8,
+    stall_steps=6,
+    stall_decrease=2e-5,
+    max_pairs=128,
+    saturated=0.9,
+):
     """Prox-linear steps on the minimax of the active pairs' log-ratios.
 
     Returns the new map (scaled so that its extreme log-ratios are symmetric
@@ -336,9 +314,23 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
 
     With ``embedded = (K, map_of_points)`` (``K = X X^T`` by its rows, see
     ``_SpanPoints.gram``, and the map of centred embedded points, see
-    ``_SpanPoints.map_of_points``) the steps
-    move the embedded points instead of the map (see
-    :class:`_EmbeddedSteps`): the same steps, in other arithmetic.
+    ``_SpanPoints.map_of_points``) the steps move the embedded points instead
+    of the map (see :class:`_EmbeddedSteps`): the same steps, in other
+    arithmetic.
+
+    The method's constants (see the design note, "The polish"): a step is
+    kept when the true decrease of ``F`` reaches ``accept`` times the model's.
+    The steps stop at ``max_steps`` (a longer polish does not replace the
+    smoothed final stage's iterations), where the model predicts a decrease
+    below ``min_decrease`` (log units: about that much in distortion), when
+    ``rho`` has shrunk below ``min_rho`` times its start, or when the last
+    ``stall_steps`` steps lowered ``F`` by less than ``stall_decrease`` in
+    all. Each side's model starts with ``POLISH_PAIRS`` pairs and doubles, up
+    to ``max_pairs``, when a rejected trial step was undone by pairs outside
+    it and the side is ``saturated`` (the dual weighs that share of its pairs):
+    otherwise the trust region would shrink step after step while the model's
+    predicted decrease stays real; beyond ``max_pairs`` the dual's cost grows
+    as the square of its size for little gain.
     """
     if embedded is None:
         space = _MapSteps(X, rows, cols, d2, W)
@@ -376,16 +368,16 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
         moved = l[sel] - rho * sign * (Q @ u)
         model = moved[:m_hi].max() - moved[m_hi:].min()
         predicted = F - model
-        if predicted < -MIN_DECREASE:
+        if predicted < -min_decrease:
             # An exact dual never predicts an increase (D = 0 is feasible): this
             # one is inexact, as FISTA's fixed budget leaves it at large rho.
             # A smaller rho conditions it better; declaring stationarity here
             # would stop the polish early.
             rho *= 0.25
-            if rho < RHO_SHRINK_LIMIT * rho0:
+            if rho < min_rho * rho0:
                 break
             continue
-        if predicted <= MIN_DECREASE:
+        if predicted <= min_decrease:
             if rho >= rho0:
                 stationary = True
                 break
@@ -395,7 +387,7 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
         trial = space.step(P, coef[:, None] * Y)
         l_trial = space.log_ratios(trial)
         F_trial = l_trial.max() - l_trial.min()
-        if F - F_trial >= ACCEPT * predicted:
+        if F - F_trial >= accept * predicted:
             if F - F_trial > 0.75 * predicted:
                 rho *= 2.0
             # Keep the ratios centred at 1 (the minimax is scale-invariant).
@@ -408,37 +400,37 @@ def prox_linear_steps(X, rows, cols, d2, W, *, max_steps=POLISH_STEPS, embedded=
             # Only a saturated side grows (the dual weighs nearly all its pairs):
             # otherwise the model already holds the pairs that matter there.
             outside_hi = l_trial.max() > l_trial[high].max() and (
-                np.count_nonzero(u[:m_hi] > SATURATED_WEIGHT) >= SATURATED * m_hi
+                np.count_nonzero(u[:m_hi] > 1e-9) >= saturated * m_hi
             )
             outside_lo = l_trial.min() < l_trial[low].min() and (
-                np.count_nonzero(u[m_hi:] > SATURATED_WEIGHT) >= SATURATED * m_lo
+                np.count_nonzero(u[m_hi:] > 1e-9) >= saturated * m_lo
             )
             grown = False
-            if outside_hi and m_hi < min(MAX_POLISH_PAIRS, cap):
-                m_hi, grown = min(GROW * m_hi, MAX_POLISH_PAIRS, cap), True
-            if outside_lo and m_lo < min(MAX_POLISH_PAIRS, cap):
-                m_lo, grown = min(GROW * m_lo, MAX_POLISH_PAIRS, cap), True
+            if outside_hi and m_hi < min(max_pairs, cap):
+                m_hi, grown = min(2 * m_hi, max_pairs, cap), True
+            if outside_lo and m_lo < min(max_pairs, cap):
+                m_lo, grown = min(2 * m_lo, max_pairs, cap), True
             if not grown:
                 rho *= 0.25
-                if rho < RHO_SHRINK_LIMIT * rho0:
+                if rho < min_rho * rho0:
                     stationary = True
                     break
         history.append(F)
         if (
-            len(history) > STALL_STEPS
-            and history[-1 - STALL_STEPS] - F < STALL_DECREASE
+            len(history) > stall_steps
+            and history[-1 - stall_steps] - F < stall_decrease
         ):
             break
     return space.map(P), n_steps, stationary
 
 
-def polish_minimax(pairs, W, *, verbose=0):
+def polish_minimax(pairs, W, *, verbose=0, max_rounds=2):
     """Minimize the true worst distortion: prox-linear rounds over the active set.
 
-    Between rounds a blocked pass over all pairs adds the pairs that overtake
-    the active set's extremes. Returns the map with the lowest all-pairs
-    distortion seen (the input if none is lower), that distortion and the number
-    of steps.
+    Between rounds (at most ``max_rounds``) a blocked pass over all pairs adds
+    the pairs that overtake the active set's extremes. Returns the map with the
+    lowest all-pairs distortion seen (the input if none is lower), that
+    distortion and the number of steps.
     """
     r_min, r_max = pairs.extremes(W)
     best_W, best = W, _scale_free(r_min, r_max)
@@ -448,7 +440,7 @@ def polish_minimax(pairs, W, *, verbose=0):
     embedded = None
     if pairs.embedded and not pairs.complete:
         embedded = (pairs.points.gram(), pairs.points.map_of_points)
-    for round_ in range(POLISH_ROUNDS):
+    for round_ in range(max_rounds):
         W, n_steps, stationary = prox_linear_steps(
             pairs.X, pairs.rows, pairs.cols, pairs.d2, W, embedded=embedded
         )

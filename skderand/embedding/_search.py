@@ -13,15 +13,6 @@ import numpy as np
 from skderand.embedding._active import _scale_free
 from skderand.embedding._stages import lbfgs, stage_objective
 
-# The dimension search gives a candidate up early when a stage ends too far
-# above eps for the later stages to bring it below: the first (bluntest) stage
-# above GIVE_UP_FACTOR * eps, a later non-final one above eps * (1 +
-# LATER_GIVE_UP * the stages left after it). Neither applies to a stage that
-# ends at a log-range below SHARPNESS_RANGE: there the blunt stages leave the
-# ratios near an average fit, whatever k. See the design note, "Giving up on a
-# candidate".
-GIVE_UP_FACTOR = 2.5
-LATER_GIVE_UP = 0.35
 # An all-pairs candidate whose final stage ends above (1 + FINISH_MARGIN) eps is
 # declared failing without its certificate and polish, which lower the
 # distortion by less than that margin. One that ends at most eps succeeds; both
@@ -62,15 +53,6 @@ def _power_law_dimension(lo, d_lo, hi, d_hi, eps):
     return min(max(k, lo + 1), hi - 1)
 
 
-# The dimension search decides an all-pairs candidate during its stages (see
-# _Watch): it reads the distortion after every evaluation when the objective
-# keeps its log-ratios, else it measures it exactly every WATCH_EVERY
-# evaluations; a final stage fails when, over the last WATCH_WINDOW evaluations,
-# its lowest distortion fell by less than 1 / FAIL_PATIENCE of its remaining
-# distance to eps (and it is above the margin the polish may still close).
-WATCH_EVERY = 10
-WATCH_WINDOW = 25
-FAIL_PATIENCE = 4
 # The growth's first candidate (or the rank of the data, if smaller): smaller
 # candidates rarely succeed and each costs a fit. A target reached below it is
 # found going down, by bisection. See the design note, "Dimension search".
@@ -80,22 +62,34 @@ SEARCH_START = 8
 class _Watch:
     """The objective of a search candidate's stage, deciding it on the way.
 
-    Each evaluated map's all-pairs distortion ``d`` is read off the lean
-    evaluation's log-ratio range (``tanh`` of half of ``log_range``; otherwise
-    the exact extremes every ``WATCH_EVERY`` evaluations). The candidate succeeds at the
-    first map whose exact distortion, re-measured pair by pair, is at most
-    ``eps``: a map of that dimension reaching ``eps`` exists, which is what the
-    search asks. In the final stage it fails once the lowest ``d`` so far is
-    above ``(1 + FINISH_MARGIN) eps`` and fell by less than ``1 /
-    FAIL_PATIENCE`` of its distance to ``eps`` over the last ``WATCH_WINDOW``
-    evaluations (a heuristic: the final stage's distortion falls fastest at
-    its start). Either sets ``decision`` to the map (on failure, the best one
-    seen) and why; :meth:`decided` then ends the solve at the end of its
-    iteration, and later evaluations are not watched.
+    Each evaluated map's all-pairs distortion ``d`` is read off the lean evaluation's
+    log-ratio range (``tanh`` of half of ``log_range``; otherwise the exact extremes
+    every ``every`` evaluations). The candidate succeeds at the first map whose exact
+    distortion, re-measured pair by pair, is at most ``eps``: a map of that dimension
+    reaching ``eps`` exists, which is what the search asks. In the final stage it fails
+    once the lowest ``d`` so far is above ``(1 + FINISH_MARGIN) eps`` and fell by less
+    than ``1 / patience`` of its distance to ``eps`` over the last ``window``
+    evaluations (a heuristic: the final stage's distortion falls fastest at its start).
+    Either sets ``decision`` to the map (on failure, the best one seen) and why;
+    :meth:`decided` then ends the solve at the end of its iteration, and later
+    evaluations are not watched.
     """
 
-    def __init__(self, objective, pairs, k, eps, final, at_start=None):
+    def __init__(
+        self,
+        objective,
+        pairs,
+        k,
+        eps,
+        final,
+        at_start=None,
+        *,
+        every=10,
+        window=25,
+        patience=4,
+    ):
         self.objective = objective
+        self.every, self.window, self.patience = every, window, patience
         self.lean = getattr(objective, "lean", False)
         self.pairs = pairs
         self.k = k
@@ -119,7 +113,7 @@ class _Watch:
                 if self.n_eval > 1 or abs(d - self.at_start) <= 1e-9 * self.at_start:
                     return d
             self.read_log = False
-        if self.n_eval % WATCH_EVERY == 1:
+        if self.n_eval % self.every == 1:
             return _scale_free(*self.pairs.extremes(M))
         return None
 
@@ -142,53 +136,55 @@ class _Watch:
                 self.decision = (z.copy(), "reached eps")
                 return out
             # Round-off in the log-ratios' range: measured again later.
-            self.recheck = self.n_eval + WATCH_EVERY
+            self.recheck = self.n_eval + self.every
         if not self.history or d < self.history[-1][1]:
             self.history.append((self.n_eval, d))
             self.best_z = z.copy()
-        if not self.final or self.n_eval < 2 * WATCH_WINDOW:
+        if not self.final or self.n_eval < 2 * self.window:
             return out
         lowest = self.history[-1][1]
         earlier = lowest
         for n_eval, value in self.history:
-            if n_eval > self.n_eval - WATCH_WINDOW:
+            if n_eval > self.n_eval - self.window:
                 break
             earlier = value
         if lowest > self.eps * (1.0 + FINISH_MARGIN) and (
-            lowest - self.eps > FAIL_PATIENCE * (earlier - lowest)
+            lowest - self.eps > self.patience * (earlier - lowest)
         ):
             self.decision = (self.best_z, "stalled above eps")
         return out
 
 
-def search_dimension(estimator, span, pairs, seed, curvature_tol):
+def search_dimension(
+    estimator, span, pairs, seed, curvature_tol, *, give_up=2.5, later_give_up=0.35
+):
     """Smallest ``k`` whose learned map reaches ``eps``.
 
-    Growth from ``SEARCH_START``, then a safeguarded interpolation search
-    (the bisection, when ``SEARCH_START`` already succeeds). While the
-    candidates fail, the next one is the dimension (nearest integer) at which a
-    distortion falling as ``k**(-a)`` would reach ``eps``, at least ``k +
-    1`` and at most ``2 k``, with ``a`` from :func:`_growth_exponent`.
-    Then, between the largest failing dimension ``lo`` and the smallest
-    succeeding one ``hi``, the next candidate is where the power law
-    through their two distortions reaches ``eps`` (a bisection step
-    instead after two candidates with the same outcome in a row, so that
-    a run of one-sided steps stays short). A candidate whose first stage
-    ends above ``GIVE_UP_FACTOR * eps``, or whose later non-final stage
-    ends above ``eps * (1 + LATER_GIVE_UP * stages_left)``, is declared
-    failing there; an all-pairs candidate is decided during its stages
-    (``_Watch``). A failing candidate runs again from PCA's map where that
-    is better (see
-    ``LearnedJLTransformer._no_worse_than_pca``). Only the returned candidate
-    is completed (``LearnedJLTransformer._finish``).
+    Growth from ``SEARCH_START``, then a safeguarded interpolation search (the
+    bisection, when ``SEARCH_START`` already succeeds). While the candidates fail, the
+    next one is the dimension (nearest integer) at which a distortion falling as
+    ``k**(-a)`` would reach ``eps``, at least ``k + 1`` and at most ``2 k``, with ``a``
+    from :func:`_growth_exponent`. Then, between the largest failing dimension ``lo``
+    and the smallest succeeding one ``hi``, the next candidate is where the power law
+    through their two distortions reaches ``eps`` (a bisection step instead after two
+    candidates with the same outcome in a row, so that a run of one-sided steps stays
+    short). A candidate whose first stage ends above ``give_up * eps``, or whose later
+    non-final stage ends above ``eps * (1 + later_give_up * stages_left)``, is declared
+    failing there (the later stages could not bring it below ``eps``; neither rule
+    applies to a stage that ends at a log-range below ``SHARPNESS_RANGE``, where the
+    blunt stages leave the ratios near an average fit whatever ``k``; see the design
+    note, "Giving up on a candidate"); an all-pairs candidate is decided during its
+    stages (``_Watch``). A failing candidate runs again from PCA's map where that is
+    better (see ``LearnedJLTransformer._no_worse_than_pca``). Only the returned
+    candidate is completed (``LearnedJLTransformer._finish``).
 
     Returns the fit and every candidate's fit as the search left it (before
     that completion), by dimension in the order tried.
     """
     cache = {}
     n_stages = estimator.n_stages
-    give_up_above = [GIVE_UP_FACTOR * estimator.eps] + [
-        estimator.eps * (1.0 + LATER_GIVE_UP * (n_stages - 1 - stage))
+    give_up_above = [give_up * estimator.eps] + [
+        estimator.eps * (1.0 + later_give_up * (n_stages - 1 - stage))
         for stage in range(1, n_stages - 1)
     ]
 
@@ -278,8 +274,8 @@ def decide_after_stage(
 def gives_up(stage, distortion, give_up_above):
     """Whether a candidate is declared failing after non-final stage ``stage``.
 
-    ``give_up_above[stage]`` is the stage's threshold (see ``GIVE_UP_FACTOR``
-    and ``LATER_GIVE_UP``); a fit outside the search has none.
+    ``give_up_above[stage]`` is the stage's threshold (see
+    :func:`search_dimension`); a fit outside the search has none.
     """
     return stage < len(give_up_above) and distortion > give_up_above[stage]
 

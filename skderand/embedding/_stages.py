@@ -27,25 +27,14 @@ from skderand.optimize._lbfgs import minimize_lbfgs
 
 # With every pair active and at most this many points, the surrogate goes through
 # the Gram matrix of the embedded points (BLAS products) instead of a pair list:
-# several times faster, in GRAM_ARRAYS n x n arrays, less memory than the pair
-# list's. See the design note, "Gram form".
+# several times faster, in less memory than the pair list's (see map_bytes). See
+# the design note, "Gram form".
 GRAM_MAX_SAMPLES = 2000
-GRAM_ARRAYS = 14
 # The certificate's Lanczos budget (the smallest Hessian eigenvalue is exact
 # below this many variables).
 LANCZOS_ITER = 100
 
-# Bytes allowed for the active pairs' operators and work arrays beside the
-# certificate's Lanczos vectors, and for the rows of the Gram matrix the polish
-# keeps (at most 2^24 numbers, see _polish.KEPT_ROWS_ELEMENTS), so that the
-# estimate of fit_bytes stays above the measured peak. See the design note,
-# "Memory estimates".
-ACTIVE_SET_BYTES = 1 << 27
 
-
-# Pairs whose log-ratio is within BAND / beta of an extreme: beyond it a pair's
-# soft-max weight is below exp(-BAND) of the worst pair's, i.e. nothing.
-BAND = 30.0
 # Rounds of (solve on the active set, blocked pass, add violators) per stage,
 # and solver iterations per round: short rounds keep the pairs outside the set
 # from drifting far past the extremes before the next pass sees them. See the
@@ -53,67 +42,24 @@ BAND = 30.0
 MAX_ROUNDS = 10
 ROUND_ITER = 40
 # Where a blocked pass costs many iterations (large n), a round runs PASS_COST *
-# n_pairs / n_active iterations, up to 1 / LONGEST_ROUND_FRACTION of the stage's
-# budget, so that passes do not dominate. A cost model, not a clock: the fit
-# stays deterministic. See the design note, "Active-set rounds".
+# n_pairs / n_active iterations (see _round_length), so that passes do not
+# dominate. A cost model, not a clock: the fit stays deterministic. See the
+# design note, "Active-set rounds".
 PASS_COST = 0.05
-LONGEST_ROUND_FRACTION = 4
-BAND_FRACTION = 0.25
-# A round after the first SATURATED_FROM_ROUND of its stage runs at most
-# SATURATED_ROUND_ITER iterations when the pass before it added at least
-# SATURATED_SHARE of the 2 * (working_set // 4) pairs a round may add: the set
-# is saturated, and longer rounds only fit it while pairs outside overtake its
-# extremes. See the design note, "Saturated rounds".
-SATURATED_FROM_ROUND = 3
-SATURATED_SHARE = 0.9
-SATURATED_ROUND_ITER = 20
-# Active-set rounds of a sharpness below this evaluate the surrogate's pair
-# terms in float32 (see _PairObjective.single), as do the rounds on embedded
-# points at every sharpness. At higher sharpness float32 rounds kept the final
-# stage from converging. See the design note, "Float32 evaluations".
-FLOAT32_MAX_SHARPNESS = 100.0
-# With every pair active, at least this many of them and the direct map, the
-# stages evaluate the surrogate by _GramObjective._direct; smaller sets gain
-# little and keep the pair-vector arithmetic. See the design note, "Gram form".
-LEAN_MIN_PAIRS = 10_000
-
-# Correction pairs of the solves on embedded points (see _lbfgs_on_points), a
-# fresh memory each round. See the design note, "Solves on the embedded points".
-EMBEDDED_MEMORY = 10
-# Rounds per stage there: MAX_ROUNDS * sqrt(beta / EMBEDDED_ROUNDS_BETA) within
-# EMBEDDED_ROUNDS (4 / 5 / 10 / 20 for the default stages), of at least
-# EMBEDDED_ROUND_ITER iterations. The rounds being cheap, they go where the
-# extremes still move, at high sharpness, and catch up with the extremes often.
-EMBEDDED_ROUNDS_BETA = 250.0
-EMBEDDED_ROUNDS = (4, 2 * MAX_ROUNDS)
-EMBEDDED_ROUND_ITER = 20
-
-# A long active-set round (see PASS_COST) after which the exact all-pairs
-# distortion is above (1 + UNDO_RISE) times the stage's best so far is undone:
-# the stage goes back to its best map, the pairs that overtook the extremes
-# join the active set, and later rounds of the stage are 2, 4, ... times
-# shorter. Small rises occur in converging stages and are left alone. See the
-# design note, "Undoing a long round".
-UNDO_RISE = 0.05
-
-# Correction pairs of the stages' L-BFGS. See the design note, "L-BFGS
-# memory".
-LBFGS_MEMORY = 20
-
-# Iterations the certifying solver may add to the final stage's rounds.
-CERTIFY_ITER = 100
 
 
-def stage_objective(pairs, k, beta, *, derandomized, penalty):
+def stage_objective(pairs, k, beta, *, derandomized, penalty, lean_min_pairs=10_000):
     """The surrogate of sharpness ``beta`` on the pairs the stage optimizes.
 
     With every pair active and at most ``GRAM_MAX_SAMPLES`` points, through
-    the Gram matrix of the embedded points (see the design note, "Gram form");
-    otherwise on the list of active pairs.
+    the Gram matrix of the embedded points (see the design note, "Gram form"),
+    evaluated by ``_GramObjective._direct`` for the direct map and at least
+    ``lean_min_pairs`` pairs (smaller sets gain little and keep the
+    pair-vector arithmetic); otherwise on the list of active pairs.
     """
     kwargs = {"derandomized": derandomized, "penalty": penalty}
     if pairs.complete and pairs.n <= GRAM_MAX_SAMPLES:
-        lean = not derandomized and pairs.n_pairs >= LEAN_MIN_PAIRS
+        lean = not derandomized and pairs.n_pairs >= lean_min_pairs
         objective = _GramObjective(
             pairs.X, pairs.scanner.threshold, k, lean=lean, **kwargs
         )
@@ -160,6 +106,7 @@ def lbfgs(
     embedded=False,
     stop_at_tol=False,
     until=None,
+    memory=20,
 ):
     """L-BFGS on a stage's surrogate (no certificate: that comes last).
 
@@ -175,6 +122,8 @@ def lbfgs(
     With ``embedded`` (an active-set round on data whose span has about as
     many dimensions as points, see :func:`_lbfgs_on_points`) the solver
     runs on the embedded points of the active pairs instead of the map.
+    ``memory`` correction pairs are kept on the map, a fresh memory each
+    solve (see the design note, "L-BFGS memory").
     """
     if max_iter < 1:
         return z, 0, False
@@ -213,7 +162,7 @@ def lbfgs(
         y,
         gtol=tol / np.sqrt(z.size),
         max_iter=max_iter,
-        memory=LBFGS_MEMORY,
+        memory=memory,
         callback=_progress(pairs.verbose),
         stop=stop if stop_at_tol or until is not None else None,
     )
@@ -232,7 +181,7 @@ def _progress(verbose):
     return report
 
 
-def _lbfgs_on_points(pairs, objective, z, tol, max_iter, stop_at_tol=False):
+def _lbfgs_on_points(pairs, objective, z, tol, max_iter, stop_at_tol=False, memory=10):
     """L-BFGS on the embedded points ``Y = X M^T`` of the active pairs.
 
     The span's coordinates ``X`` (n x rank) have centred columns and rank
@@ -250,7 +199,9 @@ def _lbfgs_on_points(pairs, objective, z, tol, max_iter, stop_at_tol=False):
     its gradient vanishes on the other rows of ``Y``, which therefore stay
     where they are: the solver works on those rows alone, an evaluation
     costs ``O(n_active k)`` and not the two ``n x rank x k`` products of
-    the map's gradient, and the map is recovered once per round.
+    the map's gradient, and the map is recovered once per round. ``memory``
+    correction pairs, a fresh memory each round (see the design note, "Solves
+    on the embedded points").
     """
     points = pairs.points
     k = objective.k
@@ -277,7 +228,7 @@ def _lbfgs_on_points(pairs, objective, z, tol, max_iter, stop_at_tol=False):
         (Y[used] / c).ravel(),
         gtol=tol / np.sqrt(z.size),
         max_iter=max_iter,
-        memory=EMBEDDED_MEMORY,
+        memory=memory,
         callback=_progress(pairs.verbose),
         stop=stationary if stop_at_tol else None,
     )
@@ -301,10 +252,30 @@ class _StageRounds:
     extremes, and solves on the set for the round's iterations (see
     :func:`_round_plan` and :func:`_round_length`). Long rounds (tens of
     thousands of points) keep the stage's best map by exact all-pairs
-    distortion and undo a round that raised it by more than ``UNDO_RISE``.
+    distortion and undo a round that raised it by more than ``undo_rise``
+    (relative): the stage goes back to its best map, the pairs that overtook
+    the extremes join the active set, and later rounds of the stage are 2, 4,
+    ... times shorter (small rises occur in converging stages and are left
+    alone; see the design note, "Undoing a long round"). Rounds of a sharpness
+    below ``float32_below``, and every round on embedded points, evaluate the
+    surrogate's pair terms in float32 (see ``_PairObjective.single``; at
+    higher sharpness float32 rounds kept the final stage from converging; see
+    the design note, "Float32 evaluations").
     """
 
-    def __init__(self, pairs, k, beta, *, derandomized, penalty, max_iter, tol):
+    def __init__(
+        self,
+        pairs,
+        k,
+        beta,
+        *,
+        derandomized,
+        penalty,
+        max_iter,
+        tol,
+        undo_rise=0.05,
+        float32_below=100.0,
+    ):
         self.pairs = pairs
         self.k = k
         self.beta = beta
@@ -317,11 +288,8 @@ class _StageRounds:
         # more than the iterations saved. See the design note, "Pairs added
         # per round and the random sample".
         self.n_side = pairs.working_set // 4
-        # Rounds of low sharpness, and every round on embedded points, evaluate
-        # the surrogate in float32 (see FLOAT32_MAX_SHARPNESS).
-        self.single = not derandomized and (
-            pairs.embedded or beta < FLOAT32_MAX_SHARPNESS
-        )
+        self.undo_rise = undo_rise
+        self.single = not derandomized and (pairs.embedded or beta < float32_below)
         # Long rounds: the best map of the stage by exact all-pairs distortion,
         # how many times a round was undone; and the iterations spent.
         self.best, self.undone, self.total = None, 0, 0
@@ -333,8 +301,9 @@ class _StageRounds:
     def _start(self, M, rng):
         """The stage's first active set at the map ``M``; returns the band.
 
-        Pairs within ``BAND / beta`` of an extreme carry the surrogate's
-        weight; pairs within ``BAND_FRACTION`` of the log-range may overtake
+        Pairs within ``30 / beta`` of an extreme carry the surrogate's
+        weight (beyond, a pair's soft-max weight is below ``exp(-30)`` of the
+        worst pair's); pairs within a quarter of the log-range may overtake
         the extremes during a round. The set starts from the old pairs within
         the band and a fixed random sample of pairs, which keeps the bulk of
         the ratios (and the surrogate's centring term) represented at low
@@ -344,7 +313,7 @@ class _StageRounds:
         """
         pairs = self.pairs
         r_min, r_max, _, _ = pairs.band(M, 0, 0.0)
-        band = max(BAND / self.beta, BAND_FRACTION * np.log(r_max / r_min))
+        band = max(30.0 / self.beta, 0.25 * np.log(r_max / r_min))
         if pairs.sample is None:
             pairs.sample = _random_pairs(rng, pairs.n, pairs.working_set // 2)
         if pairs.rows.size:
@@ -380,12 +349,11 @@ class _StageRounds:
             if (
                 long_rounds
                 and self.best is not None
-                and (distortion > self.best[0] * (1.0 + UNDO_RISE))
+                and (distortion > self.best[0] * (1.0 + self.undo_rise))
             ):
                 # The round fitted the active set while pairs outside it
                 # overtook the extremes: its step is undone, the pairs that
-                # overtook join the set, and the next round is shorter (see
-                # UNDO_RISE).
+                # overtook join the set, and the next round is shorter.
                 pairs._add(low, high)
                 z, self.undone, converged = self.best[1], self.undone + 1, False
                 M = self._map(z)
@@ -436,7 +404,7 @@ class _StageRounds:
             # The rounds ran out before a pass measured the last one.
             if self.best is not None:
                 r_min, r_max = pairs.extremes(M)
-                if _scale_free(r_min, r_max) > self.best[0] * (1.0 + UNDO_RISE):
+                if _scale_free(r_min, r_max) > self.best[0] * (1.0 + self.undo_rise):
                     z = self.best[1]
         return z, self.total
 
@@ -474,14 +442,25 @@ def _random_pairs(rng, n, size):
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def _round_plan(beta, *, embedded, final, max_iter):
+def _round_plan(
+    beta,
+    *,
+    embedded,
+    final,
+    max_iter,
+    embedded_beta=250.0,
+    embedded_rounds=(4, 2 * MAX_ROUNDS),
+    embedded_round_iter=20,
+):
     """Rounds of an active-set stage, and iterations of its shortest round.
 
     ``MAX_ROUNDS`` of ``ROUND_ITER``; on embedded points (cheap rounds, see
-    :func:`_lbfgs_on_points`) ``MAX_ROUNDS * sqrt(beta /
-    EMBEDDED_ROUNDS_BETA)`` within ``EMBEDDED_ROUNDS``, spent where the
-    extremes still move, at high sharpness. The final stage goes on, round
-    after round, until it converges or has spent ``max_iter`` (each round
+    :func:`_lbfgs_on_points`) ``MAX_ROUNDS * sqrt(beta / embedded_beta)``
+    within ``embedded_rounds`` (4 / 5 / 10 / 20 for the default stages), of
+    at least ``embedded_round_iter`` iterations: spent where the extremes
+    still move, at high sharpness, catching up with them often. The final
+    stage goes on, round after round, until it converges or has spent
+    ``max_iter`` (each round
     spends at least one iteration unless the solver has converged, and then a
     pass that finds no pair overtaking ends the stage): its end point is
     certified, and ``max_iter`` is the budget the ``ConvergenceWarning`` asks
@@ -489,12 +468,12 @@ def _round_plan(beta, *, embedded, final, max_iter):
     """
     n_rounds, shortest = MAX_ROUNDS, ROUND_ITER
     if embedded:
-        shortest = EMBEDDED_ROUND_ITER
+        shortest = embedded_round_iter
         n_rounds = int(
             np.clip(
-                round(MAX_ROUNDS * np.sqrt(beta / EMBEDDED_ROUNDS_BETA)),
-                EMBEDDED_ROUNDS[0],
-                EMBEDDED_ROUNDS[1],
+                round(MAX_ROUNDS * np.sqrt(beta / embedded_beta)),
+                embedded_rounds[0],
+                embedded_rounds[1],
             )
         )
     if final:
@@ -513,61 +492,80 @@ def _round_length(
     undone,
     capacity,
     saturable,
+    longest_fraction=4,
+    saturated_from=3,
+    saturated_share=0.9,
+    saturated_iter=20,
 ):
     """Solver iterations of an active-set round.
 
     At least ``shortest``; ``PASS_COST * n_pairs / n_active`` where passes are
-    expensive, up to ``max_iter // LONGEST_ROUND_FRACTION``; halved for each
-    round the stage has ``undone`` (see ``UNDO_RISE``); at most
-    ``SATURATED_ROUND_ITER`` from round ``SATURATED_FROM_ROUND`` on when the
-    pass before it ``added`` at least ``SATURATED_SHARE`` of the ``capacity``
+    expensive, up to ``max_iter // longest_fraction``; halved for each
+    round the stage has ``undone`` (see :class:`_StageRounds`); at most
+    ``saturated_iter`` from round ``saturated_from`` on when the
+    pass before it ``added`` at least ``saturated_share`` of the ``capacity``
     (the pairs a round may add), if ``saturable`` (not for the derandomized
-    surrogate): the set is not catching up with the pairs that overtake its
-    extremes.
+    surrogate): the set is saturated, and longer rounds only fit it while
+    pairs outside overtake its extremes (see the design note, "Saturated
+    rounds").
     """
     length = min(
         max(shortest, int(PASS_COST * n_pairs / max(n_active, 1))),
-        max(shortest, max_iter // LONGEST_ROUND_FRACTION),
+        max(shortest, max_iter // longest_fraction),
     )
     if undone:
         length = max(shortest, length >> undone)
     if (
-        round_ >= SATURATED_FROM_ROUND
+        round_ >= saturated_from
         and length <= ROUND_ITER
         and saturable
-        and added >= SATURATED_SHARE * capacity
+        and added >= saturated_share * capacity
     ):
-        length = min(length, SATURATED_ROUND_ITER)
+        length = min(length, saturated_iter)
     return length
 
 
-# The certifying solver runs only from a point whose gradient norm is at most
-# CERTIFY_REACH * tol. A final stage that ends further out has spent its rounds'
-# budget; more iterations on the fixed final active set then fit those pairs
-# while others overtake the extremes, and the point is discarded. Such a point
-# is certified as it is, once. See the design note, "The certificate".
-CERTIFY_REACH = 2.0
-
-
 def certify_stage(
-    pairs, objective, z, k, *, tol, curvature_tol, max_iter, rng, verbose
+    pairs,
+    objective,
+    z,
+    k,
+    *,
+    tol,
+    curvature_tol,
+    max_iter,
+    rng,
+    verbose,
+    certify_iter=100,
+    reach=2.0,
+    embedded_spread=(1e6, 1e12),
 ):
     """The certificate of the final stage: the surrogate of the final active set.
 
     The certifying solver gets a short budget from the rounds' end point when
-    its gradient norm is within ``CERTIFY_REACH * tol``; on a fixed active set a
+    its gradient norm is within ``reach * tol``; on a fixed active set a
     long run would fit those pairs while others overtake the extremes, so its
     point is kept only if the all-pairs distortion did not rise, and otherwise
-    the rounds' end point is certified as it is. An end point further from
-    stationarity is certified as it is directly (one Lanczos run, not two).
+    the rounds' end point is certified as it is. The certifying solver runs at
+    most ``min(certify_iter, max_iter)`` iterations. An end point further from
+    stationarity is certified as it is directly (one Lanczos run, not two; see
+    the design note, "The certificate").
 
     On active pairs that touch every point of a span of ``n - 1`` dimensions
     the end point is certified as it is, by :func:`_embedded_certificate` (the
     same quantities, in map coordinates; in float32 or float64, or by
     ``sosp_certificate`` in map coordinates, by the span's spread, see
-    EMBEDDED_CERTIFICATE_SPREAD). There the final active set's
+    ``embedded_spread`` below). There the final active set's
     surrogate still descends far from the end point while the all-pairs
     distortion rises (see the design note, "The certificate").
+
+    The embedded certificate (Lanczos in the inner product of ``K^+``) runs
+    in float32 up to the first of ``embedded_spread``, lower bounds on the
+    spread of the span's variances, in float64 up to the second; beyond, the
+    map's own certificate is computed (two ``n x rank x k`` products per
+    Lanczos step). Directions of ``K`` below the precision's reach drop out of
+    its products, and Lanczos then misses the Hessian's negative curvature
+    there (see the design note, "Precision of the embedded certificate").
 
     Returns the point, the solver iterations spent on it and its certificate.
     """
@@ -586,14 +584,13 @@ def certify_stage(
     )
     # A lower bound on the spread of the span's variances (the largest and
     # smallest eigenvalue of X^T X are at least and at most its diagonal's
-    # extremes): it decides the precision of the embedded certificate (see
-    # EMBEDDED_CERTIFICATE_SPREAD).
+    # extremes): it decides the precision of the embedded certificate.
     spread = (
         pairs.points.col_sq.max() / pairs.points.col_sq.min() if embedded else np.inf
     )
 
     def certified_where_it_stands():
-        if embedded and spread <= EMBEDDED_CERTIFICATE_SPREAD[1]:
+        if embedded and spread <= embedded_spread[1]:
             certificate = _embedded_certificate(
                 pairs,
                 objective,
@@ -602,7 +599,7 @@ def certify_stage(
                 tol=tol,
                 curvature_tol=curvature_tol,
                 rng=rng,
-                single=spread <= EMBEDDED_CERTIFICATE_SPREAD[0],
+                single=spread <= embedded_spread[0],
             )
         else:
             certificate = sosp_certificate(
@@ -616,7 +613,7 @@ def certify_stage(
             )
         return z, 0, certificate
 
-    if embedded or np.linalg.norm(objective(z)[1]) > CERTIFY_REACH * tol:
+    if embedded or np.linalg.norm(objective(z)[1]) > reach * tol:
         return certified_where_it_stands()
     res = minimize_sosp(
         objective,
@@ -625,7 +622,7 @@ def certify_stage(
         method="lbfgs",
         tol=tol,
         curvature_tol=curvature_tol,
-        max_iter=max_iter,
+        max_iter=min(certify_iter, max_iter),
         random_state=rng,
         verbose=max(0, verbose - 1),
         # The estimator warns once, in its own terms, from this certificate.
@@ -637,20 +634,6 @@ def certify_stage(
     if after <= before:
         return res.x, res.n_iter, res
     return certified_where_it_stands()
-
-
-# Lanczos' stopping tolerance (sosp_certificate's default).
-LANCZOS_RTOL = 1e-6
-
-# The embedded certificate (Lanczos in the inner product of K^+) runs in
-# float32 up to the first of these lower bounds on the spread of the span's
-# variances (see certify_stage), in float64 up to the second; beyond, the map's
-# own certificate is computed (sosp_certificate in map coordinates: two
-# n x rank x k products per Lanczos step). Directions of K below the
-# precision's reach drop out of its products, and Lanczos then misses the
-# Hessian's negative curvature there. See the design note, "Precision of the
-# embedded certificate".
-EMBEDDED_CERTIFICATE_SPREAD = (1e6, 1e12)
 
 
 def _embedded_certificate(
@@ -712,7 +695,7 @@ def _embedded_certificate(
         z.size,
         rng,
         max_iter=LANCZOS_ITER,
-        rtol=LANCZOS_RTOL,
+        rtol=1e-6,  # sosp_certificate's default
         start=start,
         primal=primal,
         dtype=np.float32 if single else np.float64,
@@ -730,7 +713,9 @@ def _embedded_certificate(
     return certificate
 
 
-def map_bytes(n_samples, n_features, k, working_set):
+def map_bytes(
+    n_samples, n_features, k, working_set, *, gram_arrays=14, active_set_bytes=1 << 27
+):
     """Peak bytes of a fit of dimension ``k`` beside its span (see ``span_bytes``).
 
     The map, its random start and their products (``k x n_features`` each),
@@ -738,13 +723,17 @@ def map_bytes(n_samples, n_features, k, working_set):
     x rank`` variables, or, on spans of ``n - 1`` dimensions, of the ``n x
     k`` embedded points with their duals, see :func:`_embedded_certificate`:
     counted in float64, 0.48 GB at 10,000 points and k = 30, as spans whose
-    variances spread widely take them, see EMBEDDED_CERTIFICATE_SPREAD; the
+    variances spread widely take them, see certify_stage; the
     spread is not known before the span), the
-    Gram form's ``GRAM_ARRAYS`` arrays of ``n x n`` when every pair is active
+    Gram form's ``gram_arrays`` arrays of ``n x n`` when every pair is active
     (see :func:`every_pair_active`, with the fit's ``working_set``) and
-    ``ACTIVE_SET_BYTES``. Whether the span has ``n - 1`` dimensions is
-    decided from the shape, as :class:`_ActivePairs` decides it from the rank
-    (which can only be lower).
+    ``active_set_bytes``: the active pairs' operators and work arrays beside
+    the Lanczos vectors, and the rows of the Gram matrix the polish keeps (at
+    most 2^24 numbers, see ``_polish.KEPT_ROWS_ELEMENTS``), so that the
+    estimate stays above the measured peak (see the design note, "Memory
+    estimates"). Whether the span has ``n - 1`` dimensions is decided from the
+    shape, as :class:`_ActivePairs` decides it from the rank (which can only be
+    lower).
     """
     rank = min(n_samples, n_features)
     embedded = embedded_shape(n_samples, n_features)
@@ -754,12 +743,12 @@ def map_bytes(n_samples, n_features, k, working_set):
     if n_samples <= GRAM_MAX_SAMPLES and every_pair_active(
         n_samples, rank, k, working_set
     ):
-        gram = GRAM_ARRAYS * n_samples * n_samples * 8
+        gram = gram_arrays * n_samples * n_samples * 8
     if embedded:
         lanczos = (LANCZOS_ITER + 1) * 2 * n_samples * k * 8
     else:
         lanczos = (LANCZOS_ITER + 1) * k * rank * 8
-    return 4 * k * n_features * 8 + lanczos + gram + ACTIVE_SET_BYTES
+    return 4 * k * n_features * 8 + lanczos + gram + active_set_bytes
 
 
 def fit_bytes(X, n_components, working_set):
