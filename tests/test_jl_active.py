@@ -648,13 +648,13 @@ def test_long_round_that_raises_the_distortion_is_undone(monkeypatch):
     bad = bad.ravel()
     calls = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+    def solver(_pairs, objective, z, tol, max_iter, **_):
         calls.append(z.copy())
         if len(calls) == 1:
             return bad.copy(), max_iter, False
         return z, 1, True
 
-    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    monkeypatch.setattr(_stages, "lbfgs", solver)
     start = _all_pairs_distortion(pairs, z0, k)
     assert _all_pairs_distortion(pairs, bad, k) > (1 + 0.05) * start
     _, _, low, high = pairs.band(bad.reshape(k, -1), 6, 0.0)
@@ -681,7 +681,7 @@ def test_only_the_final_stage_runs_on_to_max_iter(
     pairs, z0 = _low_rank_stage(2, k, 24)
     budgets = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+    def solver(_pairs, objective, z, tol, max_iter, **_):
         # Spends its whole budget without moving, until the given round.
         budgets.append(max_iter)
         converged = (
@@ -689,7 +689,7 @@ def test_only_the_final_stage_runs_on_to_max_iter(
         )
         return z, (1 if converged else max_iter), converged
 
-    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    monkeypatch.setattr(_stages, "lbfgs", solver)
     _, total = _solve_stage(pairs, z0, k, max_iter=max_iter, final=final)
     if not final:
         assert len(budgets) == _stages.MAX_ROUNDS
@@ -713,11 +713,11 @@ def test_stage_whose_solver_converges_at_once_ends_after_one_round(final, monkey
     pairs, z0 = _low_rank_stage(2, k, 24)
     budgets = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+    def solver(_pairs, objective, z, tol, max_iter, **_):
         budgets.append(max_iter)
         return z, 0, True
 
-    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    monkeypatch.setattr(_stages, "lbfgs", solver)
     n_scans = pairs.stats["n_scans"]
     _, total = _solve_stage(pairs, z0, k, max_iter=1000, final=final)
     assert len(budgets) == 1
@@ -753,11 +753,11 @@ def test_float32_products_only_in_long_low_sharpness_rounds(
     pairs, z0 = _low_rank_stage(1, k, 24)
     seen = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+    def solver(_pairs, objective, z, tol, max_iter, **_):
         seen.append((objective._single is not None, objective._X32 is not None))
         return z, 1, True
 
-    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    monkeypatch.setattr(_stages, "lbfgs", solver)
     _solve_stage(pairs, z0, k, max_iter=400, beta=beta)
     low = beta < 100.0  # _StageRounds' float32_below
     assert seen and all(single == low for single, _ in seen)
@@ -785,11 +785,11 @@ def test_rounds_on_embedded_points_evaluate_in_float32_at_every_sharpness(
     rank = pairs.X.shape[1]
     seen = []
 
-    def solver(objective, z, tol, max_iter, whiten=True, embedded=False, **_):
+    def solver(_pairs, objective, z, tol, max_iter, **_):
         seen.append((objective._single is not None, objective._X32 is not None))
         return z, 1, True
 
-    monkeypatch.setattr(pairs, "_lbfgs", solver)
+    monkeypatch.setattr(_stages, "lbfgs", solver)
     z0 = rng.standard_normal(k * rank + derandomized) / np.sqrt(rank)
     _solve_stage(pairs, z0, k, max_iter=100, beta=beta, derandomized=derandomized)
     assert seen and all(single != derandomized for single, _ in seen)

@@ -1663,7 +1663,7 @@ def test_anisotropic_spans_solve_in_whitened_principal_coordinates(monkeypatch):
 
     monkeypatch.setattr(_active._ActivePairs, "__init__", recorded)
     whitened = [LearnedJLTransformer(5, random_state=s).fit(X) for s in range(3)]
-    assert actives[-1].factor is None and actives[-1].scale is not None
+    assert actives[-1].points.factor is None and actives[-1].scale is not None
     assert not actives[-1].embedded
 
     def forced(self, *args, **kwargs):
