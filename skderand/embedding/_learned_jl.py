@@ -828,16 +828,14 @@ class LearnedJLTransformer(
     ):
         """The sharpness stages ``first, ...`` from ``z``, the certificate, polish.
 
-        ``best`` is the fit returned instead of the final stage's end point if
-        that is not better (the start ``z_start``, or the point a search
-        decided at); ``stages`` the distortions at the ends of the stages
-        already run, ``record`` their entries of ``stages_`` (see
-        :func:`_stage_record`), ``final_beta`` the final stage's sharpness when it is
-        one of them, and ``at_z`` the exact distortion at ``z`` when resumed
-        (``first > 0``; at the start it is ``best``'s). Each stage's sharpness
-        is its entry of ``betas`` times :func:`_range_factor` of the
-        distortion it starts from. With ``decide_at`` see
-        :meth:`_fit_dimension`.
+        ``best`` is the fit returned instead of the final stage's end point if that is
+        not better (the start ``z_start``, or the point a search decided at); ``stages``
+        the distortions at the ends of the stages already run, ``record`` their entries
+        of ``stages_`` (see :func:`_stage_record`), ``final_beta`` the final stage's
+        sharpness when it is one of them, and ``at_z`` the exact distortion at ``z``
+        when resumed (``first > 0``; at the start it is ``best``'s). Each stage's
+        sharpness is its entry of ``betas`` times :func:`_range_factor` of the
+        distortion it starts from. With ``decide_at`` see :meth:`_fit_dimension`.
         """
         rank = pairs.X.shape[1]
         derandomized = self.algorithm == "derandomized"

@@ -840,13 +840,11 @@ _COMMON_PARAMETERS_DOC = """
         of only centring and scaling each feature to unit variance. The lemma is
         stated for isotropic Gaussian inputs, which whitening provides; but on
         correlated real data whitening blows up low-variance directions (mostly
-        noise) to unit variance, where the decay no longer restrains them
-        (breast cancer, 5-fold accuracy: 0.961 whitened, 0.975 not), so it is
-        off by default. Turn it on to recover the subspace of strongly
-        correlated inputs: on an ill-conditioned (condition number 100) linear
-        mix of 10 Gaussians, the projection distance was 0.92 without whitening
-        and below 0.15 with it. Directions of zero variance are mapped to zero.
-        Every fitted attribute is in the original coordinates either way.
+        noise) to unit variance, where the decay no longer restrains them, so
+        it is off by default. Turn it on to recover the subspace of strongly
+        correlated inputs (see the user guide). Directions of zero variance
+        are mapped to zero. Every fitted attribute is in the original
+        coordinates either way.
     n_components : "auto" or int, default="auto"
         Dimension of the discovered subspace. ``"auto"`` takes the smallest
         rank ``k`` such that the networks of the ``cv`` folds, restricted to the
