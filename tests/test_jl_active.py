@@ -169,7 +169,7 @@ def test_embedded_round_moves_only_the_active_points():
     pairs = _ActivePairs(X, working_set=100)
     assert pairs.embedded == (X.shape[1] >= _active.EMBEDDED_MIN_RANK)
     rows, cols = _some_pairs(40, 150, seed=5)
-    pairs._set(rows, cols)
+    pairs.set_active(rows, cols)
     obj = stage_objective(pairs, 5, 50.0, derandomized=False, penalty=0.0)
     z = np.random.default_rng(6).standard_normal(5 * X.shape[1])
     z_new, n_iter = _stages._lbfgs_on_points(pairs, obj, z, 1e-9, 20)
@@ -287,7 +287,7 @@ def _embedded_pairs(
     pairs = _ActivePairs(X, working_set=8, **extra)
     pairs.reset(k)
     rows, cols = _some_pairs(n, 4 * n, seed=10)
-    pairs._set(rows, cols)
+    pairs.set_active(rows, cols)
     assert pairs.embedded and not pairs.complete
     obj = stage_objective(pairs, k, beta, derandomized=False, penalty=0.0)
     assert obj.used.size == n
@@ -818,7 +818,7 @@ def test_final_stage_solve_stops_at_the_certificates_gradient_test(path, monkeyp
     if embedded:
         # An active set of 600 pairs (all 1,770 would make the set complete).
         pairs.complete = False
-        pairs._set(*_some_pairs(60, 600, seed=12))
+        pairs.set_active(*_some_pairs(60, 600, seed=12))
         assert pairs.embedded
     else:
         assert pairs.complete

@@ -453,7 +453,7 @@ class _ActivePairs:
         return d2
 
     def _active_key(self):
-        """``rows * n + cols`` of the active set (sorted, see :meth:`_set`)."""
+        """``rows * n + cols`` of the active set (sorted, see :meth:`set_active`)."""
         if self._key is None or self._key[0] is not self.rows:
             self._key = (self.rows, self.rows * self.n + self.cols)
         return self._key[1]
@@ -482,7 +482,7 @@ class _ActivePairs:
         self._ratios = (self.rows, M.copy(), r)
         return r
 
-    def _set(self, rows, cols):
+    def set_active(self, rows, cols):
         """Make ``(rows, cols)`` (i < j) the active set, with exact distances."""
         # The sorted distinct keys (np.unique's result), by a sort and a
         # comparison of neighbours.
@@ -499,8 +499,9 @@ class _ActivePairs:
         self.rows, self.cols, self.d2 = rows[keep], cols[keep], d2[keep]
         self.stats["max_active"] = max(self.stats["max_active"], self.rows.size)
 
-    def _add(self, low, high):
-        self._set(
+    def add(self, low, high):
+        """Add the pairs ``low`` and ``high`` (as :meth:`band` returns them)."""
+        self.set_active(
             np.concatenate([self.rows, low[0], high[0]]),
             np.concatenate([self.cols, low[1], high[1]]),
         )

@@ -462,5 +462,5 @@ def polish_minimax(pairs, W, *, verbose=0, max_rounds=2):
             break
         # Pairs outside the set that overtake the active extremes join it.
         _, _, low, high = pairs.scan(W, 4 * POLISH_PAIRS, 1e-2)
-        pairs._add(low, high)
+        pairs.add(low, high)
     return best_W, best, total

@@ -117,7 +117,8 @@ def lbfgs(
     implies the certificate's test, a 2-norm at most ``tol``); with
     ``stop_at_tol`` also where the certificate's test holds, and with
     ``until`` (a function of no arguments) at the end of the first iteration
-    after which it returns True.
+    after which it returns True (on the map only: the dimension search
+    watches all-pairs stages, never embedded rounds).
 
     With ``embedded`` (an active-set round on data whose span has about as
     many dimensions as points, see :func:`_lbfgs_on_points`) the solver
@@ -149,8 +150,8 @@ def lbfgs(
 
         y = z / scale
 
-    # The certificate's test: the 2-norm of the gradient in the map's
-    # coordinates at most tol.
+    # The second stopping test: ``until``, or the certificate's test (the
+    # 2-norm of the gradient in the map's coordinates at most tol).
     def stop(grad):
         if until is not None and until():
             return True
@@ -322,7 +323,7 @@ class _StageRounds:
             rows, cols = pairs.rows[near], pairs.cols[near]
         else:
             rows = cols = np.empty(0, dtype=np.intp)
-        pairs._set(
+        pairs.set_active(
             np.concatenate([rows, pairs.sample[0]]),
             np.concatenate([cols, pairs.sample[1]]),
         )
@@ -354,7 +355,7 @@ class _StageRounds:
                 # The round fitted the active set while pairs outside it
                 # overtook the extremes: its step is undone, the pairs that
                 # overtook join the set, and the next round is shorter.
-                pairs._add(low, high)
+                pairs.add(low, high)
                 z, self.undone, converged = self.best[1], self.undone + 1, False
                 M = self._map(z)
                 r_min, r_max, low, high = pairs.band(M, self.n_side, band)
@@ -376,7 +377,7 @@ class _StageRounds:
             # rounds sit near the extremes (the minimax evens them out) and
             # come back past them when dropped (see the design note,
             # "Rejected alternatives").
-            pairs._add(low, high)
+            pairs.add(low, high)
             round_iter = _round_length(
                 pairs.n_pairs,
                 pairs.rows.size,
