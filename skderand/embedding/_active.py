@@ -166,13 +166,9 @@ class _ActivePairs:
         data has at most this many pairs, every pair is active all the time.
     verbose : int, default=0
         1: a line per active-set round; 2: also the L-BFGS iterations.
-    gram : _SparseGram or _HeldGram, default=None
-        ``K = X X^T`` by its products and rows, if the caller has it (see
-        ``_Span.gram``: sparse products with the data); else ``K`` is formed
-        when first needed (see :meth:`gram`).
-    factor : _PivotedCholesky, default=None
-        Where ``X`` came from (see ``_Span.factor``); None: ``X`` holds the
-        principal coordinates of the span (``X^T X`` is diagonal).
+    gram, factor : see :class:`_SpanPoints`
+        Passed to the points (``points``), which hold ``X`` with its Gram
+        matrix and basis.
     """
 
     def __init__(self, X, working_set, verbose=0, *, gram=None, factor=None):

@@ -594,10 +594,13 @@ class _GramObjective(_PairObjective):
         pairs = _GramPairs(X, threshold, lean=lean)
         used = np.arange(X.shape[0])
         self._init(X, used, pairs, n_components, derandomized, penalty)
-        self._X = X
-        self.lean = lean
         # The log-ratio is log q - log d2.
         self._neg_log_d2 = -np.log(self.d2)
+
+    @property
+    def lean(self):
+        """Whether the direct surrogate is evaluated by :meth:`_direct`."""
+        return self.pairs.lean
 
     def __call__(self, z):
         if self.derandomized or not self.lean:

@@ -399,11 +399,12 @@ def prox_linear_steps(
             # was too small, and shrinking rho would only hide it.
             # Only a saturated side grows (the dual weighs nearly all its pairs):
             # otherwise the model already holds the pairs that matter there.
+            weighed = u > 1e-9
             outside_hi = l_trial.max() > l_trial[high].max() and (
-                np.count_nonzero(u[:m_hi] > 1e-9) >= saturated * m_hi
+                np.count_nonzero(weighed[:m_hi]) >= saturated * m_hi
             )
             outside_lo = l_trial.min() < l_trial[low].min() and (
-                np.count_nonzero(u[m_hi:] > 1e-9) >= saturated * m_lo
+                np.count_nonzero(weighed[m_hi:]) >= saturated * m_lo
             )
             grown = False
             if outside_hi and m_hi < min(max_pairs, cap):
